@@ -1,0 +1,145 @@
+"""What a dataset module declares: its raw files (as data), its protocol and its parser.
+
+Each dataset lives in one module of :mod:`reranklab.data` and registers one :class:`Dataset`.
+``prepare`` turns the raw files into the canonical form (see :mod:`reranklab.io`):
+
+- ``corpus.parquet`` (pid, text), ``queries.tsv`` (qid, text), ``qrels.txt`` (integer grades);
+- ``split.json``: the dataset's predefined split ``{"train": [...], "dev": [...], "test": [...]}``
+  or ``null`` when it has none;
+- ``pool.run``: the dataset's own candidate lists as a TREC run (empty when it has none);
+- ``stats.json``: counts, for the log and ``reranklab datasets``.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from reranklab.io import Qrels, Run, write_corpus, write_json, write_qrels, write_queries, write_run
+
+PREPARED_FILES = ("corpus.parquet", "queries.tsv", "qrels.txt", "split.json", "pool.run", "stats.json")
+
+
+@dataclass(frozen=True)
+class RawFile:
+    """One raw file of a dataset, as it is stored in ``raw/`` and in the mirror.
+
+    Args:
+        name: file name in ``raw/`` and in the mirror folder ``<mirror>/<dataset.mirror_dir>/``.
+        url: canonical URL, of the file itself or of an archive that holds it (``member``);
+            ``package:<resource>`` for files shipped inside reranklab.
+        sha256: checksum of the file itself (not of the archive), when known.
+        size: size in bytes of the file itself, when known.
+        member: path of the file inside the archive at ``url`` (zip, tar.gz, tar.bz2), if any.
+        archive_size: size in bytes of the archive at ``url``, when known.
+        archive_sha256: checksum of the archive at ``url``, when known.
+        manual: the licence requires a manual step; this text says what to do.
+    """
+
+    name: str
+    url: str | None
+    sha256: str | None = None
+    size: int | None = None
+    member: str | None = None
+    archive_size: int | None = None
+    archive_sha256: str | None = None
+    manual: str | None = None
+
+
+@dataclass(frozen=True)
+class Protocol:
+    """A dataset's evaluation protocol (the papers' settings); every field can be overridden.
+
+    Args:
+        first_stage: ``bm25`` (BM25 top-``depth`` over the corpus) or ``pool`` (own candidates).
+        depth: candidates per query; ``None`` keeps a pool whole.
+        inject_relevant: put the first relevant passage missing from the top-``depth`` at
+            position ``depth`` (Mass et al.).
+        split: ``cv`` (k-fold by query) or ``predefined``.
+        folds: k for ``cv``.
+        negatives_per_positive: negatives kept per positive in training, or ``"all"``.
+        relevance_threshold: smallest grade that counts as relevant.
+        metrics: headline measures, in the order the papers report them.
+        options: dataset-specific settings.
+    """
+
+    first_stage: str = "bm25"
+    depth: int | None = 100
+    inject_relevant: bool = False
+    split: str = "cv"
+    folds: int = 5
+    negatives_per_positive: int | str = "all"
+    relevance_threshold: int = 1
+    metrics: tuple[str, ...] = ("P@1", "MAP", "MRR")
+    options: dict[str, Any] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["metrics"] = list(self.metrics)
+        return out
+
+
+@dataclass
+class Prepared:
+    """The canonical form of a dataset, in memory."""
+
+    corpus: dict[str, str]
+    queries: dict[str, str]
+    qrels: Qrels
+    split: dict[str, list[str]] | None = None
+    pool: Run | None = None
+    extra_stats: dict[str, Any] = field(default_factory=dict)
+
+    def stats(self) -> dict[str, Any]:
+        stats: dict[str, Any] = {
+            "passages": len(self.corpus),
+            "queries": len(self.queries),
+            "judged_queries": len(self.qrels),
+            "judgements": sum(len(v) for v in self.qrels.values()),
+        }
+        if self.split is not None:
+            stats["split"] = {name: len(qids) for name, qids in self.split.items()}
+        if self.pool is not None:
+            stats["pool_pairs"] = sum(len(v) for v in self.pool.values())
+        stats.update(self.extra_stats)
+        return stats
+
+    def write(self, out_dir: str | Path) -> dict[str, Any]:
+        """Write the canonical files into ``out_dir`` (each atomically); returns the stats."""
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        write_corpus(out / "corpus.parquet", self.corpus)
+        write_queries(out / "queries.tsv", self.queries)
+        write_qrels(out / "qrels.txt", self.qrels)
+        write_json(out / "split.json", self.split)
+        write_run(out / "pool.run", self.pool or {}, tag="pool")
+        stats = self.stats()
+        write_json(out / "stats.json", stats)
+        return stats
+
+
+class Dataset(ABC):
+    """A registered dataset: raw files as data, a protocol, and a parser to canonical form."""
+
+    name: str
+    title: str
+    source: str  # where the data comes from (paper / site), for `reranklab datasets`
+    licence: str
+    citation: str
+    files: tuple[RawFile, ...]
+    protocol: Protocol
+    mirror_dir: str | None = None  # folder name in the mirror; defaults to ``name``
+
+    @property
+    def mirror_folder(self) -> str:
+        return self.mirror_dir or self.name
+
+    @abstractmethod
+    def parse(self, raw_dir: Path, options: dict[str, Any]) -> Prepared:
+        """Parse the raw files in ``raw_dir``; malformed input raises FormatError(file, line)."""
+
+    def prepare(self, raw_dir: str | Path, out_dir: str | Path, options: dict[str, Any] | None = None) -> dict[str, Any]:
+        merged = {**self.protocol.options, **(options or {})}
+        return self.parse(Path(raw_dir), merged).write(out_dir)

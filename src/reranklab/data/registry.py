@@ -1,0 +1,35 @@
+"""The dataset registry: one module per dataset registers one instance here."""
+
+from __future__ import annotations
+
+from reranklab.data.base import Dataset
+from reranklab.errors import ConfigError
+
+_DATASETS: dict[str, Dataset] = {}
+
+
+def register_dataset(dataset_cls: type[Dataset]) -> type[Dataset]:
+    """Class decorator: register an instance of ``dataset_cls`` under its ``name``."""
+    instance = dataset_cls()
+    if instance.name in _DATASETS:
+        raise ValueError(f"dataset {instance.name!r} registered twice")
+    _DATASETS[instance.name] = instance
+    return dataset_cls
+
+
+def get_dataset(name: str) -> Dataset:
+    _load_builtin()
+    try:
+        return _DATASETS[name]
+    except KeyError:
+        raise ConfigError(f"unknown dataset {name!r}; known datasets: {', '.join(sorted(_DATASETS))}") from None
+
+
+def dataset_names() -> list[str]:
+    _load_builtin()
+    return sorted(_DATASETS)
+
+
+def _load_builtin() -> None:
+    # Importing the modules registers them; done lazily to keep `import reranklab` light.
+    from reranklab.data import sample, wikiqa  # noqa: F401

@@ -1,0 +1,59 @@
+"""The passage corpus: Parquet (default) or JSONL with columns ``pid`` and ``text``."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from reranklab.errors import FormatError
+from reranklab.io.atomic import atomic_path
+
+SCHEMA = pa.schema([("pid", pa.string()), ("text", pa.string())])
+
+
+def write_corpus(path: str | os.PathLike[str], passages: Iterable[tuple[str, str]] | dict[str, str]) -> int:
+    """Write (pid, text) pairs; the format follows the suffix (.parquet or .jsonl). Returns the count."""
+    items = passages.items() if isinstance(passages, dict) else passages
+    pids: list[str] = []
+    texts: list[str] = []
+    for pid, text in items:
+        pids.append(str(pid))
+        texts.append(text)
+    if len(set(pids)) != len(pids):
+        raise ValueError(f"{path}: duplicate passage ids in corpus")
+    target = Path(path)
+    with atomic_path(target) as tmp:
+        if target.suffix == ".jsonl":
+            with open(tmp, "w", encoding="utf-8") as out:
+                for pid, text in zip(pids, texts, strict=True):
+                    out.write(json.dumps({"pid": pid, "text": text}, ensure_ascii=False) + "\n")
+        else:
+            pq.write_table(pa.table({"pid": pids, "text": texts}, schema=SCHEMA), tmp)
+    return len(pids)
+
+
+def read_corpus(path: str | os.PathLike[str]) -> dict[str, str]:
+    """Read a corpus into ``{pid: text}`` (insertion order = file order)."""
+    source = Path(path)
+    if source.suffix == ".jsonl":
+        corpus: dict[str, str] = {}
+        with open(source, encoding="utf-8") as handle:
+            for lineno, line in enumerate(handle, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    record = json.loads(line)
+                    corpus[str(record["pid"])] = record["text"]
+                except (json.JSONDecodeError, KeyError, TypeError) as exc:
+                    raise FormatError(path, lineno, f"expected a JSON object with 'pid' and 'text' ({exc})") from None
+        return corpus
+    try:
+        table = pq.read_table(source, columns=["pid", "text"])
+    except (pa.ArrowInvalid, KeyError) as exc:
+        raise FormatError(path, None, f"not a corpus Parquet file with columns pid, text ({exc})") from None
+    return dict(zip(table.column("pid").to_pylist(), table.column("text").to_pylist(), strict=True))
