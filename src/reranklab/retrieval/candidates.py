@@ -1,0 +1,48 @@
+"""Candidate lists that do not come from BM25: the dataset's own pools, and injection."""
+
+from __future__ import annotations
+
+from reranklab.io import Qrels, Run, rank_order
+
+
+def pool_candidates(pool: Run, qids: list[str] | None = None, depth: int | None = None) -> Run:
+    """The dataset's own candidate lists, optionally cut to the top ``depth`` of each."""
+    keep = pool if qids is None else {q: pool[q] for q in qids if q in pool}
+    if depth is None:
+        return {q: dict(c) for q, c in keep.items()}
+    return {q: dict(rank_order(c)[:depth]) for q, c in keep.items()}
+
+
+def inject_relevant(
+    run: Run, qrels: Qrels, depth: int, threshold: int = 1, qids: list[str] | None = None
+) -> tuple[Run, int]:
+    """Put the first relevant passage missing from each query's top-``depth`` at position ``depth``.
+
+    The protocol of Mass et al. for nfL6 and WebAP: a query whose top-``depth`` holds no
+    relevant passage gets its best-graded relevant passage (ties: smallest pid) in place of the
+    candidate at rank ``depth``, so every test query can be re-ranked to a relevant answer.
+    Queries with no relevant passage are left alone; ``qids`` (default: the run's) may name
+    queries BM25 found nothing for. Returns the new run and how many were injected.
+
+    Example:
+        >>> run = {"q": {"a": 3.0, "b": 2.0}}
+        >>> inject_relevant(run, {"q": {"z": 1}}, depth=2)
+        ({'q': {'a': 3.0, 'z': 2.999}}, 1)
+    """
+    injected = 0
+    out: Run = {}
+    for qid in run if qids is None else qids:
+        ranking = rank_order(run.get(qid, {}))[:depth]
+        relevant = {pid: g for pid, g in qrels.get(qid, {}).items() if g >= threshold}
+        if not relevant or any(pid in relevant for pid, _ in ranking):
+            out[qid] = dict(ranking)
+            continue
+        best = min(relevant, key=lambda pid: (-relevant[pid], pid))
+        if len(ranking) >= depth:
+            ranking = ranking[: depth - 1]
+        # Score just below the last kept candidate so the injected passage sits at rank `depth`.
+        score = ranking[-1][1] - 1e-3 if ranking else 1.0
+        ranking.append((best, score))
+        out[qid] = dict(ranking)
+        injected += 1
+    return out, injected

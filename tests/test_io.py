@@ -1,0 +1,100 @@
+"""Each canonical format round-trips, and malformed lines are named by file and line."""
+
+from __future__ import annotations
+
+import pytest
+
+from reranklab.errors import FormatError
+from reranklab.io import (
+    Fold,
+    Folds,
+    atomic_path,
+    read_corpus,
+    read_folds,
+    read_qrels,
+    read_queries,
+    read_run,
+    write_corpus,
+    write_folds,
+    write_qrels,
+    write_queries,
+    write_run,
+)
+
+
+def test_qrels_round_trip(tmp_path):
+    qrels = {"q1": {"p1": 2, "p2": 0}, "q2": {"p3": 1}}
+    write_qrels(tmp_path / "qrels.txt", qrels)
+    assert read_qrels(tmp_path / "qrels.txt") == qrels
+    assert (tmp_path / "qrels.txt").read_text().splitlines()[0] == "q1 0 p1 2"
+
+
+def test_qrels_accept_mixed_whitespace_and_reject_float_grades(tmp_path):
+    path = tmp_path / "q.txt"
+    path.write_text("q1\tQ0 p1  3\nq1 0 p2 1.5\n")
+    with pytest.raises(FormatError, match=r"q\.txt:2: relevance grade '1\.5'"):
+        read_qrels(path)
+
+
+def test_run_round_trip_orders_by_score_then_pid(tmp_path):
+    run = {"q1": {"b": 1.0, "a": 1.0, "c": 2.5}, "q0": {"x": -1.0}}
+    write_run(tmp_path / "r.run", run, tag="t")
+    lines = (tmp_path / "r.run").read_text().splitlines()
+    assert lines == ["q0 Q0 x 1 -1 t", "q1 Q0 c 1 2.5 t", "q1 Q0 a 2 1 t", "q1 Q0 b 3 1 t"]
+    assert read_run(tmp_path / "r.run") == run
+
+
+def test_run_depth_and_qids(tmp_path):
+    run = {"q1": {"a": 3.0, "b": 2.0, "c": 1.0}, "q2": {"d": 1.0}}
+    write_run(tmp_path / "r.run", run, depth=2, qids=["q1"])
+    assert read_run(tmp_path / "r.run") == {"q1": {"a": 3.0, "b": 2.0}}
+
+
+def test_run_malformed_line(tmp_path):
+    path = tmp_path / "bad.run"
+    path.write_text("q1 Q0 a 1 2.0 t\nq1 Q0 b 2 t\n")
+    with pytest.raises(FormatError, match=r"bad\.run:2: expected 6 fields"):
+        read_run(path)
+
+
+def test_queries_round_trip_and_whitespace_cleaning(tmp_path):
+    write_queries(tmp_path / "q.tsv", {"1": "how do\tI  bake\nbread?", "2": "why"})
+    assert read_queries(tmp_path / "q.tsv") == {"1": "how do I bake bread?", "2": "why"}
+
+
+def test_queries_duplicate_id(tmp_path):
+    path = tmp_path / "q.tsv"
+    path.write_text("1\ta\n1\tb\n")
+    with pytest.raises(FormatError, match=r"q\.tsv:2: duplicate query id"):
+        read_queries(path)
+
+
+@pytest.mark.parametrize("suffix", [".parquet", ".jsonl"])
+def test_corpus_round_trip(tmp_path, suffix):
+    corpus = {"p1": "first passage", "p0": "zweite Passage, ünïcode"}
+    assert write_corpus(tmp_path / f"c{suffix}", corpus) == 2
+    assert read_corpus(tmp_path / f"c{suffix}") == corpus
+    assert list(read_corpus(tmp_path / f"c{suffix}")) == ["p1", "p0"]
+
+
+def test_corpus_jsonl_malformed(tmp_path):
+    path = tmp_path / "c.jsonl"
+    path.write_text('{"pid": "a", "text": "x"}\n{"pid": "b"}\n')
+    with pytest.raises(FormatError, match=r"c\.jsonl:2"):
+        read_corpus(path)
+
+
+def test_folds_round_trip(tmp_path):
+    folds = Folds("d", "cv", [Fold("fold0", ["a"], [], ["b"]), Fold("fold1", ["b"], [], ["a"])], seed=3)
+    write_folds(tmp_path / "f.json", folds)
+    assert read_folds(tmp_path / "f.json") == folds
+
+
+def test_atomic_path_leaves_nothing_on_error(tmp_path):
+    target = tmp_path / "out.txt"
+    target.write_text("old")
+    with pytest.raises(RuntimeError), atomic_path(target) as tmp:
+        tmp.write_text("half")
+        raise RuntimeError("killed")
+    assert target.read_text() == "old"
+    assert list(tmp_path.iterdir()) == [target]

@@ -1,0 +1,78 @@
+"""Folds partition the queries and are stable for a seed; sampling keeps positives and the ratio."""
+
+from __future__ import annotations
+
+import pytest
+
+from reranklab.errors import ConfigError
+from reranklab.sampling import sample_examples
+from reranklab.splits import kfold, make_folds, predefined
+
+QIDS = [f"q{i}" for i in range(23)]
+
+
+def test_kfold_partitions_queries():
+    folds = kfold(QIDS, k=5, seed=7)
+    tests = [set(f.test) for f in folds.folds]
+    assert set().union(*tests) == set(QIDS)
+    assert sum(len(t) for t in tests) == len(QIDS)
+    assert sorted(len(t) for t in tests) == [4, 4, 5, 5, 5]
+    for fold in folds.folds:
+        assert set(fold.train) | set(fold.test) == set(QIDS)
+        assert not set(fold.train) & set(fold.test)
+
+
+def test_kfold_is_stable_for_a_seed_and_input_order():
+    assert kfold(QIDS, 5, seed=7) == kfold(list(reversed(QIDS)), 5, seed=7)
+    assert kfold(QIDS, 5, seed=7) != kfold(QIDS, 5, seed=8)
+
+
+def test_kfold_too_few_queries():
+    with pytest.raises(ConfigError, match="3 queries cannot make 5 folds"):
+        kfold(["a", "b", "c"], 5, seed=1)
+
+
+def test_predefined_split():
+    folds = make_folds({"split": "predefined", "folds": 5}, [], {"train": ["a"], "dev": ["b"], "test": ["c"]}, 1, "d")
+    assert folds.kind == "predefined" and folds.folds[0].test == ["c"] and folds.folds[0].dev == ["b"]
+    with pytest.raises(ConfigError, match="has no predefined split"):
+        predefined(None, "d")
+    with pytest.raises(ConfigError, match="both in test and train"):
+        predefined({"train": ["a"], "test": ["a"]}, "d")
+
+
+CANDIDATES = {
+    "q1": {f"n{i}": float(10 - i) for i in range(8)} | {"p1": 0.5},
+    "q2": {"n1": 1.0},  # its positive was not retrieved: still kept
+    "q3": {"p3": 1.0},  # only a positive: dropped
+    "q4": {"n2": 1.0, "n3": 0.5},  # no positive: dropped
+}
+QRELS = {"q1": {"p1": 2, "p1b": 1, "n0": 0}, "q2": {"p2": 1}, "q3": {"p3": 1}, "q4": {"n2": 0}}
+
+
+def test_sampling_keeps_every_positive_and_respects_the_ratio():
+    ex = sample_examples(list(CANDIDATES), CANDIDATES, QRELS, negatives_per_positive=2, threshold=1, seed=0)
+    pw = ex.pointwise
+    assert sorted(pw[pw.label == 1].pid) == ["p1", "p1b", "p2"]
+    assert (pw[(pw.qid == "q1") & (pw.label == 0)].shape[0]) == 4  # 2 positives x 2
+    assert (pw[(pw.qid == "q2") & (pw.label == 0)].shape[0]) == 1  # only one negative exists
+    assert ex.stats["dropped_no_negative"] == 1 and ex.stats["dropped_no_positive"] == 1
+    assert len(ex.triplets[ex.triplets.qid == "q1"]) == 4
+    negatives_q1 = set(pw[(pw.qid == "q1") & (pw.label == 0)].pid)
+    assert set(ex.triplets[ex.triplets.qid == "q1"].neg_pid) == negatives_q1
+    assert "p1" not in negatives_q1
+
+
+def test_sampling_all_and_threshold():
+    ex = sample_examples(["q1"], CANDIDATES, QRELS, negatives_per_positive="all", threshold=2, seed=0)
+    # threshold 2: only p1 is positive, p1b is neither (not a candidate), all 8 n* are negatives
+    assert list(ex.pointwise[ex.pointwise.label == 1].pid) == ["p1"]
+    assert len(ex.pointwise) == 9 and len(ex.triplets) == 8
+
+
+def test_sampling_is_seeded():
+    a = sample_examples(["q1"], CANDIDATES, QRELS, 1, seed=5)
+    b = sample_examples(["q1"], CANDIDATES, QRELS, 1, seed=5)
+    assert a.pointwise.equals(b.pointwise)
+    others = [sample_examples(["q1"], CANDIDATES, QRELS, 1, seed=s).pointwise for s in range(6, 12)]
+    assert any(not a.pointwise.equals(other) for other in others)

@@ -1,0 +1,19 @@
+rule split:
+    input:
+        qrels="results/data/{dataset}/qrels.txt",
+        split="results/data/{dataset}/split.json",
+    output:
+        "results/splits/{dataset}/folds.json",
+    log:
+        "results/logs/split/{dataset}.log",
+    message:
+        "Splitting the queries of {wildcards.dataset} into folds"
+    params:
+        settings=lambda w: as_json(
+            {"protocol": {k: protocol(w.dataset)[k] for k in ("split", "folds")}, "seed": CFG["seed"]}
+        ),
+    conda:
+        CONDA_ENV
+    shell:
+        "reranklab split --dataset {wildcards.dataset} --qrels {input.qrels} --split-file {input.split}"
+        " --out {output} --params {params.settings:q} > {log} 2>&1"
