@@ -1,0 +1,139 @@
+"""Combine the folds of one cell: one run over all test queries, its metrics, and fold spread.
+
+The *overall* numbers evaluate the concatenation of the folds' held-out runs, so every test
+query weighs the same (as when a paper reports one number over the whole data set). The fold
+mean and standard deviation summarise how much the folds disagree.
+"""
+
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+from typing import Any
+
+from reranklab.errors import FormatError
+from reranklab.evaluation.evaluate import evaluate_run
+from reranklab.io import Qrels, Run, read_json, read_run, write_json, write_run
+
+
+def _run_tag(path: Path) -> str | None:
+    with open(path, encoding="utf-8") as handle:
+        for line in handle:
+            parts = line.split()
+            if len(parts) == 6:
+                return parts[5]
+    return None
+
+
+_METRICS_KEYS = ("aggregate", "per_query", "excluded", "n_queries", "n_excluded")
+
+
+def _fold_queries(metrics: Any, path: Path) -> set[str]:
+    """The queries a fold was evaluated on (scored or excluded), after checking the file's shape."""
+    if not isinstance(metrics, dict) or any(key not in metrics for key in _METRICS_KEYS):
+        raise FormatError(path, None, f"not a metrics file of evaluate_run: needs keys {', '.join(_METRICS_KEYS)}")
+    return set(metrics["per_query"]) | set(metrics["excluded"])
+
+
+def _spread(values: list[float]) -> tuple[float | None, float | None]:
+    if not values:
+        return None, None
+    mean = statistics.fmean(values)
+    # Sample std (ddof=1) across folds; a single fold has no spread, reported as 0.
+    std = statistics.stdev(values) if len(values) >= 2 else 0.0
+    return mean, std
+
+
+def aggregate_folds(
+    fold_runs: list[Path],
+    fold_metrics: list[Path],
+    qrels: Qrels,
+    relevance_threshold: int,
+    out_run: Path,
+    out_metrics: Path,
+) -> dict[str, Any]:
+    """Concatenate the folds' held-out runs, evaluate them, and summarise the folds.
+
+    Args:
+        fold_runs: held-out run of each fold, in fold order (fold ``k`` is ``fold_runs[k]``).
+        fold_metrics: each fold's :func:`evaluate_run` result as JSON, in the same order.
+        qrels: the dataset's qrels.
+        relevance_threshold: smallest relevant grade; must match the folds' metrics.
+        out_run: where the combined run goes (TREC format, tag of the first fold's run).
+        out_metrics: where the combined metrics go (JSON, see Returns).
+
+    Returns:
+        ``{"overall": {name: value}, "fold_mean": {...}, "fold_std": {...}, "std_ddof": 1 or 0,
+        "folds": [{"fold", "n_queries", "n_excluded", "metrics"}], "n_folds", "n_queries",
+        "n_excluded", "excluded", "relevance_threshold", "measures", "per_query"}``. The
+        overall metrics are over all test queries of all folds, including those a fold's run
+        has no candidates for (they count 0).
+
+    Raises:
+        ValueError: if the lists differ in length, are empty, or two folds share a query.
+        FormatError: if a metrics file is not what :func:`evaluate_run` writes.
+
+    Example:
+        >>> aggregate_folds([Path("f0.run"), Path("f1.run")], [Path("f0.json"), Path("f1.json")],
+        ...                 qrels, 1, Path("cell.run"), Path("cell.json"))  # doctest: +SKIP
+    """
+    if len(fold_runs) != len(fold_metrics):
+        raise ValueError(f"{len(fold_runs)} fold runs but {len(fold_metrics)} fold metrics files")
+    if not fold_runs:
+        raise ValueError("no folds to aggregate")
+
+    combined: Run = {}
+    test_qids: set[str] = set()
+    owner: dict[str, int] = {}
+    folds: list[dict[str, Any]] = []
+    measures: list[str] | None = None
+    for fold, (run_path, metrics_path) in enumerate(zip(fold_runs, fold_metrics, strict=True)):
+        run = read_run(run_path)
+        metrics = read_json(metrics_path)
+        queries = _fold_queries(metrics, Path(metrics_path)) | set(run)
+        for qid in sorted(queries):
+            if qid in owner:
+                raise ValueError(
+                    f"query {qid!r} is in the test set of fold {owner[qid]} and of fold {fold} "
+                    f"({run_path}): the folds' test sets must be disjoint"
+                )
+            owner[qid] = fold
+        threshold = metrics.get("relevance_threshold", relevance_threshold)
+        if threshold != relevance_threshold:
+            raise ValueError(
+                f"{metrics_path}: evaluated with relevance threshold {threshold}, aggregating with {relevance_threshold}"
+            )
+        measures = measures or metrics.get("measures") or list(metrics["aggregate"])
+        combined.update(run)
+        test_qids |= queries
+        folds.append({
+            "fold": fold,
+            "n_queries": metrics["n_queries"],
+            "n_excluded": metrics["n_excluded"],
+            "metrics": metrics["aggregate"],
+        })
+
+    result = evaluate_run(combined, qrels, qids=test_qids, relevance_threshold=relevance_threshold, measures=measures)
+    fold_mean: dict[str, float | None] = {}
+    fold_std: dict[str, float | None] = {}
+    for name in result["measures"]:
+        values = [f["metrics"][name] for f in folds if f["metrics"].get(name) is not None]
+        fold_mean[name], fold_std[name] = _spread(values)
+
+    summary = {
+        "overall": result["aggregate"],
+        "fold_mean": fold_mean,
+        "fold_std": fold_std,
+        "std_ddof": 1 if len(folds) >= 2 else 0,
+        "folds": folds,
+        "n_folds": len(folds),
+        "n_queries": result["n_queries"],
+        "n_excluded": result["n_excluded"],
+        "excluded": result["excluded"],
+        "relevance_threshold": int(relevance_threshold),
+        "measures": result["measures"],
+        "per_query": result["per_query"],
+    }
+    write_run(out_run, combined, tag=_run_tag(Path(fold_runs[0])) or "reranklab")
+    write_json(out_metrics, summary)
+    return summary

@@ -1,0 +1,250 @@
+"""The study's summary table: one row per (dataset, variant, max length), with significance.
+
+Three files, one content:
+
+- ``summary.csv``: every number, full precision, for pandas / spreadsheets;
+- ``summary.md``: the table a paper would print, ``0.412† (0.405 ± 0.021)`` = overall value
+  over all test queries († = significantly different from the first stage), and the mean ±
+  sample std of the per-fold values;
+- ``summary.json``: ``{"title", "measures", "rows": [...]}`` for programs, plus one flat entry
+  per row, ``"<dataset>/<variant>/L<max_length>": {"P@1": ..., "MAP": ...}`` (overall values),
+  which is what ``dvc metrics show`` / ``dvc metrics diff`` display (they skip lists).
+
+Significance: for every re-ranker row and measure, a two-sided paired t-test
+(``scipy.stats.ttest_rel``) of its per-query values against those of the same dataset's
+first-stage row (``bm25`` or ``pool``), paired by query.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import os
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from scipy.stats import ttest_rel
+
+from reranklab.errors import FormatError
+from reranklab.evaluation.measures import NAMES
+from reranklab.io import atomic_write_text, read_json, write_json
+
+FIRST_STAGE_VARIANTS = ("bm25", "pool")
+SIGNIFICANCE_LEVEL = 0.05
+DAGGER = "†"
+
+
+def is_first_stage(cell: dict[str, Any]) -> bool:
+    """A first-stage row: variant ``bm25``/``pool`` or no max length."""
+    return cell["variant"] in FIRST_STAGE_VARIANTS or cell.get("max_length") is None
+
+
+def row_key(dataset: str, variant: str, max_length: int | None) -> str:
+    """``wikiqa/pointwise/L256``, or ``wikiqa/bm25`` for a first-stage row."""
+    return f"{dataset}/{variant}" if max_length is None else f"{dataset}/{variant}/L{max_length}"
+
+
+def paired_p_value(values: Sequence[float], baseline: Sequence[float]) -> float | None:
+    """Two-sided paired t-test p-value of ``values`` against ``baseline`` (same query order).
+
+    Identical samples give 1.0 (no difference at all); fewer than two pairs, or a t statistic
+    scipy cannot compute, give ``None``.
+
+    Example:
+        >>> round(paired_p_value([0.5, 1.0, 0.2, 0.7], [0.25, 0.5, 0.2, 0.2]), 4)
+        0.0796
+    """
+    if len(values) != len(baseline):
+        raise ValueError(f"paired samples differ in length: {len(values)} vs {len(baseline)}")
+    if len(values) < 2:
+        return None
+    if all(a == b for a, b in zip(values, baseline, strict=True)):
+        return 1.0
+    with warnings.catch_warnings():
+        # Near-constant differences make scipy warn about precision; the p-value is still right.
+        warnings.simplefilter("ignore", RuntimeWarning)
+        p = float(ttest_rel(values, baseline).pvalue)
+    return None if math.isnan(p) else p
+
+
+def _load_row(cell: dict[str, Any], measures: Sequence[str]) -> tuple[dict[str, Any], dict[str, dict[str, float]]]:
+    metrics = read_json(cell["metrics_path"])
+    if not isinstance(metrics, dict) or "overall" not in metrics or "per_query" not in metrics:
+        raise FormatError(cell["metrics_path"], None, "not a cell metrics file of aggregate_folds: needs 'overall' and 'per_query'")
+    max_length = None if cell.get("max_length") is None else int(cell["max_length"])
+    row: dict[str, Any] = {
+        "dataset": cell["dataset"],
+        "variant": cell["variant"],
+        "max_length": max_length,
+        "key": row_key(cell["dataset"], cell["variant"], max_length),
+        "first_stage": is_first_stage(cell),
+    }
+    overall = metrics["overall"]
+    fold_mean = metrics.get("fold_mean", {})
+    fold_std = metrics.get("fold_std", {})
+    for name in measures:
+        row[name] = overall.get(name)
+        row[f"{name}_mean"] = fold_mean.get(name)
+        row[f"{name}_std"] = fold_std.get(name)
+        row[f"{name}_p"] = None
+    row["n_queries"] = metrics.get("n_queries")
+    row["n_excluded"] = metrics.get("n_excluded")
+    row["n_folds"] = metrics.get("n_folds", len(metrics.get("folds", [])))
+    row["relevance_threshold"] = metrics.get("relevance_threshold")
+    row["metrics_path"] = str(cell["metrics_path"])
+    return row, metrics.get("per_query", {})
+
+
+def _order(rows: list[dict[str, Any]]) -> list[int]:
+    datasets: list[str] = []
+    for row in rows:
+        if row["dataset"] not in datasets:
+            datasets.append(row["dataset"])
+    # Stable: within a dataset the first-stage rows lead, the rest keep the caller's order.
+    return sorted(range(len(rows)), key=lambda i: (datasets.index(rows[i]["dataset"]), not rows[i]["first_stage"]))
+
+
+def _add_significance(rows: list[dict[str, Any]], per_query: list[dict], measures: Sequence[str]) -> None:
+    baselines: dict[str, int] = {}
+    for i, row in enumerate(rows):
+        if row["first_stage"]:
+            baselines.setdefault(row["dataset"], i)
+    for i, row in enumerate(rows):
+        base = baselines.get(row["dataset"])
+        row["baseline"] = None if base is None or row["first_stage"] else rows[base]["key"]
+        if row["baseline"] is None:
+            continue
+        common = sorted(set(per_query[i]) & set(per_query[base]))
+        for name in measures:
+            pairs = [(per_query[i][q].get(name), per_query[base][q].get(name)) for q in common]
+            pairs = [(a, b) for a, b in pairs if a is not None and b is not None]
+            row[f"{name}_p"] = paired_p_value([a for a, _ in pairs], [b for _, b in pairs])
+
+
+def _columns(measures: Sequence[str]) -> list[str]:
+    return (
+        ["dataset", "variant", "max_length"]
+        + list(measures)
+        + [f"{name}_{stat}" for name in measures for stat in ("mean", "std", "p")]
+        + ["n_queries", "n_excluded", "n_folds"]
+    )
+
+
+def _csv(rows: list[dict[str, Any]], measures: Sequence[str]) -> str:
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=_columns(measures), extrasaction="ignore", lineterminator="\n")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({k: ("" if v is None else v) for k, v in row.items()})
+    return buffer.getvalue()
+
+
+def _fmt(value: float | None) -> str:
+    return "–" if value is None else f"{value:.3f}"
+
+
+def _md_cell(row: dict[str, Any], name: str) -> str:
+    text = _fmt(row[name])
+    p = row[f"{name}_p"]
+    if p is not None and p < SIGNIFICANCE_LEVEL:
+        text += DAGGER
+    if (row["n_folds"] or 0) >= 2 and row[f"{name}_mean"] is not None:
+        text += f" ({_fmt(row[f'{name}_mean'])} ± {_fmt(row[f'{name}_std'])})"
+    return text
+
+
+def _notes(rows: list[dict[str, Any]]) -> list[str]:
+    """What the numbers mean: the spread, the † mark, and the excluded queries per dataset."""
+    baselines = sorted({r["baseline"] for r in rows if r.get("baseline")})
+    notes = [
+        "Each value is computed over all test queries of the dataset (the folds' held-out rankings "
+        "concatenated); in parentheses, the mean ± sample standard deviation (ddof=1) of the "
+        "per-fold values.",
+        f"{DAGGER} p < {SIGNIFICANCE_LEVEL}: two-sided paired t-test over per-query values "
+        "(scipy.stats.ttest_rel) against the same dataset's first-stage ranking "
+        f"({', '.join(baselines) or 'none in this table'}); no correction for multiple comparisons.",
+    ]
+    seen: set[str] = set()
+    for row in rows:
+        # The first row of a dataset is its first-stage row when there is one; all rows of a
+        # dataset share the same test queries.
+        if row["dataset"] in seen:
+            continue
+        seen.add(row["dataset"])
+        threshold = row["relevance_threshold"]
+        grade = f"grade ≥ {threshold}" if threshold is not None else "a relevant grade"
+        total = (row["n_queries"] or 0) + (row["n_excluded"] or 0)
+        notes.append(
+            f"Excluded queries, {row['dataset']}: {row['n_excluded']} of {total} test queries have no "
+            f"passage of {grade} and are left out of every average (as in the papers)."
+        )
+    return notes
+
+
+def _markdown(rows: list[dict[str, Any]], measures: Sequence[str], title: str, notes: list[str]) -> str:
+    header = ["dataset", "variant", "max length", *measures, "queries", "excluded", "folds"]
+    align = ["---"] * 3 + ["---:"] * (len(header) - 3)
+    lines = [f"# {title}", "", "| " + " | ".join(header) + " |", "|" + "|".join(align) + "|"]
+    for row in rows:
+        cells = [row["dataset"], row["variant"], "–" if row["max_length"] is None else str(row["max_length"])]
+        cells += [_md_cell(row, name) for name in measures]
+        cells += ["–" if row[k] is None else str(row[k]) for k in ("n_queries", "n_excluded", "n_folds")]
+        lines.append("| " + " | ".join(cells) + " |")
+    lines.append("")
+    for note in notes:
+        lines += [note, ""]
+    return "\n".join(lines)
+
+
+def summarize(
+    cells: list[dict[str, Any]],
+    out_csv: str | os.PathLike[str],
+    out_md: str | os.PathLike[str],
+    out_json: str | os.PathLike[str],
+    title: str,
+) -> list[dict[str, Any]]:
+    """Write the summary table of a study as CSV, Markdown and JSON (each atomically).
+
+    Args:
+        cells: ``{"dataset", "variant", "max_length" (None for a first-stage row),
+            "metrics_path"}`` per row; ``metrics_path`` is an :func:`aggregate_folds` output.
+        out_csv: CSV path (columns: dataset, variant, max_length, the measures, then
+            ``<measure>_mean``, ``<measure>_std``, ``<measure>_p``, n_queries, n_excluded, n_folds).
+        out_md: Markdown path.
+        out_json: JSON path.
+        title: the study's title (heading of the Markdown, ``title`` of the JSON).
+
+    Returns:
+        The rows, in table order (per dataset: first-stage rows first, then the given order).
+
+    Example:
+        >>> summarize([{"dataset": "wikiqa", "variant": "bm25", "max_length": None,
+        ...             "metrics_path": "results/wikiqa/bm25/metrics.json"}],
+        ...           "summary.csv", "summary.md", "summary.json", "wikiqa-bert-base")  # doctest: +SKIP
+    """
+    if not cells:
+        raise ValueError("no cells to summarise")
+    measures = list(NAMES)
+    loaded = [_load_row(cell, measures) for cell in cells]
+    keys = [row["key"] for row, _ in loaded]
+    duplicates = sorted({k for k in keys if keys.count(k) > 1})
+    if duplicates:
+        raise ValueError(f"cells listed twice: {', '.join(duplicates)}")
+    order = _order([row for row, _ in loaded])
+    rows = [loaded[i][0] for i in order]
+    per_query = [loaded[i][1] for i in order]
+    _add_significance(rows, per_query, measures)
+
+    atomic_write_text(out_csv, _csv(rows, measures))
+    notes = _notes(rows)
+    atomic_write_text(out_md, _markdown(rows, measures, title, notes))
+    # Only "title" and the flat per-row entries are scalars or dicts: dvc metrics show/diff
+    # display those and skip the lists (measures, notes, rows) meant for people and programs.
+    document: dict[str, Any] = {"title": title, "measures": measures, "notes": notes, "rows": rows}
+    for row in rows:
+        document[row["key"]] = {name: row[name] for name in measures if row[name] is not None}
+    write_json(Path(out_json), document)
+    return rows

@@ -1,0 +1,377 @@
+"""Log one grid cell to MLflow: a parent run for the cell, a nested child run per fold.
+
+Written for Snakemake, where many ``track`` jobs run at once against one sqlite database:
+
+- only :class:`mlflow.MlflowClient` with explicit run ids is used, never the fluent API's
+  process-global active-run stack, so runs cannot be mixed up;
+- every write to a ``sqlite:///`` store happens under an exclusive ``fcntl`` lock on
+  ``<db>.lock`` (sqlite serialises writers anyway, but MLflow's schema creation and
+  experiment creation race), and calls that still hit "database is locked" (e.g. the MLflow UI
+  reading at that moment) are retried with back-off;
+- the experiment is created race-free (create; if it exists, get it), with its artifacts in
+  ``mlartifacts/`` beside the database rather than in ``./mlruns``;
+- re-tracking a cell (the job re-ran) soft-deletes the runs tracked earlier for it, after the
+  new ones are complete, so the experiment holds exactly one parent per cell.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import logging
+import math
+import os
+import re
+import time
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from reranklab.config import flatten
+from reranklab.errors import ConfigError, FormatError
+from reranklab.io import read_json, write_json
+
+if TYPE_CHECKING:
+    from mlflow import MlflowClient
+
+T = TypeVar("T")
+
+TAG_PREFIX = "reranklab."
+CELL_TAG = "reranklab.cell"
+PARENT_TAG = "mlflow.parentRunId"
+MAX_PARAM_LENGTH = 6000  # MLflow's limit on a param value
+PARAMS_PER_BATCH = 100  # MLflow's limit on params (and tags) per log_batch call
+METRICS_PER_BATCH = 1000
+LOCK_RETRIES = 12
+_QUIET_LOGGERS = ("alembic", "alembic.runtime.migration", "mlflow.store.db.utils", "mlflow.store.db")
+
+
+def cell_key(cell: Mapping[str, Any]) -> str:
+    """``wikiqa/pointwise/L256`` (or ``wikiqa/bm25`` for a first-stage cell): run name and tag."""
+    base = f"{cell['dataset']}/{cell['variant']}"
+    return base if cell.get("max_length") is None else f"{base}/L{int(cell['max_length'])}"
+
+
+def metric_name(name: str) -> str:
+    """An MLflow-legal metric name: ``"P@1"`` -> ``"P_at_1"``, ``"nDCG@10"`` -> ``"nDCG_at_10"``.
+
+    Example:
+        >>> metric_name("MRR@10"), metric_name("train.loss (last)")
+        ('MRR_at_10', 'train.loss _last_')
+    """
+    return re.sub(r"[^A-Za-z0-9_.\- /]", "_", name.replace("@", "_at_"))
+
+
+def sqlite_path(tracking_uri: str) -> Path | None:
+    """The database file of a ``sqlite:///`` tracking URI (relative to the working directory
+    unless it has four slashes), or None for any other store.
+
+    Example:
+        >>> sqlite_path("sqlite:///results/mlflow.db"), sqlite_path("http://mlflow:5000")
+        (PosixPath('results/mlflow.db'), None)
+    """
+    prefix = "sqlite:///"
+    if not tracking_uri.startswith(prefix):
+        return None
+    path = tracking_uri[len(prefix) :].split("?", 1)[0]
+    return Path(path) if path and path != ":memory:" else None
+
+
+def param_values(params: Mapping[str, Any]) -> dict[str, str]:
+    """Flatten nested settings to MLflow params: ``"training.epochs": "2"``.
+
+    Lists and dicts become JSON, ``None`` becomes ``"None"``; values are cut to MLflow's 6000
+    characters (marked with a trailing ``...``).
+
+    Example:
+        >>> param_values({"protocol": {"metrics": ["P@1", "MAP"], "depth": None}})
+        {'protocol.metrics': '["P@1", "MAP"]', 'protocol.depth': 'None'}
+    """
+    out: dict[str, str] = {}
+    for key, value in flatten(params).items():
+        text = json.dumps(value, sort_keys=True) if isinstance(value, list | tuple | dict) else str(value)
+        if len(text) > MAX_PARAM_LENGTH:
+            text = text[: MAX_PARAM_LENGTH - 3] + "..."
+        out[re.sub(r"[^A-Za-z0-9_.\- /]", "_", key)] = text
+    return out
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+def stats_metrics(stats: Any, prefix: str = "train.") -> list[tuple[str, float, int]]:
+    """Numbers of a training-statistics JSON as ``(name, value, step)`` metrics.
+
+    Scalars give one value (step 0); nested dicts are flattened with dots; a list of numbers,
+    or of dicts of numbers (e.g. a log history with an optional ``step``/``epoch``), gives a
+    metric history. Strings and other values are left to the artifact.
+
+    Example:
+        >>> stats_metrics({"loss": [0.9, 0.5], "examples": 40, "encoder": "bert"})
+        [('train.loss', 0.9, 0), ('train.loss', 0.5, 1), ('train.examples', 40.0, 0)]
+    """
+    out: list[tuple[str, float, int]] = []
+    if not isinstance(stats, Mapping):
+        return out
+    for key, value in stats.items():
+        name = metric_name(f"{prefix}{key}")
+        if isinstance(value, Mapping):
+            out += stats_metrics(value, prefix=f"{name}.")
+        elif isinstance(value, list):
+            for index, item in enumerate(value):
+                if isinstance(item, Mapping):
+                    step = _number(item.get("step"))
+                    for sub, number in item.items():
+                        if sub != "step" and _number(number) is not None:
+                            out.append((metric_name(f"{name}.{sub}"), float(number), int(step) if step is not None else index))
+                elif _number(item) is not None:
+                    out.append((name, float(item), index))
+        elif _number(value) is not None:
+            out.append((name, float(value), 0))
+    return out
+
+
+def _quiet_mlflow() -> None:
+    # Schema creation logs every alembic migration at INFO on a fresh database.
+    for name in _QUIET_LOGGERS:
+        logging.getLogger(name).setLevel(logging.WARNING)
+
+
+def _is_locked(exc: BaseException) -> bool:
+    seen: BaseException | None = exc
+    while seen is not None:
+        if "database is locked" in str(seen):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def _retry(call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """Call, retrying with back-off while sqlite answers "database is locked"."""
+    delay = 0.1
+    for attempt in range(LOCK_RETRIES):
+        try:
+            return call(*args, **kwargs)
+        except Exception as exc:
+            if not _is_locked(exc) or attempt == LOCK_RETRIES - 1:
+                raise
+            time.sleep(delay)
+            delay = min(delay * 2, 5.0)
+    raise AssertionError("unreachable")
+
+
+@contextlib.contextmanager
+def store_lock(tracking_uri: str) -> Iterator[None]:
+    """Hold an exclusive lock on ``<db>.lock`` for a sqlite store; no-op for other stores."""
+    db = sqlite_path(tracking_uri)
+    if db is None:
+        yield
+        return
+    db.parent.mkdir(parents=True, exist_ok=True)
+    with open(db.with_name(db.name + ".lock"), "a+") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def ensure_experiment(client: MlflowClient, name: str, tracking_uri: str) -> str:
+    """The id of experiment ``name``, created if needed (artifacts beside a sqlite database).
+
+    Raises:
+        ConfigError: if the experiment exists but was deleted.
+    """
+    from mlflow.exceptions import MlflowException
+    from mlflow.protos.databricks_pb2 import RESOURCE_ALREADY_EXISTS, ErrorCode
+
+    experiment = _retry(client.get_experiment_by_name, name)
+    if experiment is None:
+        db = sqlite_path(tracking_uri)
+        location = str((db.parent / "mlartifacts").resolve()) if db is not None else None
+        try:
+            return _retry(client.create_experiment, name, artifact_location=location)
+        except MlflowException as exc:
+            # Another process created it between our look-up and our create.
+            if exc.error_code != ErrorCode.Name(RESOURCE_ALREADY_EXISTS):
+                raise
+            experiment = _retry(client.get_experiment_by_name, name)
+            if experiment is None:
+                raise
+    if experiment.lifecycle_stage != "active":
+        raise ConfigError(
+            f"mlflow.experiment: experiment {name!r} ({tracking_uri}) is deleted; restore it "
+            f"(mlflow experiments restore --experiment-id {experiment.experiment_id}) or choose another name"
+        )
+    return experiment.experiment_id
+
+
+def _runs_of_cell(client: MlflowClient, experiment_id: str, key: str) -> list[str]:
+    """Active runs (parents and children) tracked earlier for the cell ``key``."""
+    quoted = key.replace("'", "\\'")
+    ids: list[str] = []
+    token = None
+    while True:
+        page = _retry(
+            client.search_runs,
+            [experiment_id],
+            filter_string=f"tags.`{CELL_TAG}` = '{quoted}'",
+            max_results=1000,
+            page_token=token,
+        )
+        ids += [run.info.run_id for run in page]
+        token = page.token
+        if not token:
+            return ids
+
+
+def _log(
+    client: MlflowClient,
+    run_id: str,
+    params: Mapping[str, str],
+    metrics: list[tuple[str, float, int]],
+    artifacts: list[Path],
+) -> None:
+    from mlflow.entities import Metric, Param
+
+    items = [Param(k, v) for k, v in params.items()]
+    for start in range(0, len(items), PARAMS_PER_BATCH):
+        _retry(client.log_batch, run_id, params=items[start : start + PARAMS_PER_BATCH])
+    now = int(time.time() * 1000)
+    points = [Metric(name, value, now, step) for name, value, step in metrics]
+    for start in range(0, len(points), METRICS_PER_BATCH):
+        _retry(client.log_batch, run_id, metrics=points[start : start + METRICS_PER_BATCH])
+    for path in artifacts:
+        _retry(client.log_artifact, run_id, str(path))
+
+
+def _read_metrics(path: str | os.PathLike[str], keys: tuple[str, ...]) -> dict[str, Any]:
+    metrics = read_json(path)
+    if not isinstance(metrics, dict) or any(key not in metrics for key in keys):
+        raise FormatError(path, None, f"not a metrics file: needs keys {', '.join(keys)}")
+    return metrics
+
+
+def _fold_metrics(metrics: Mapping[str, Any]) -> list[tuple[str, float, int]]:
+    out = [(metric_name(k), float(v), 0) for k, v in metrics["aggregate"].items() if v is not None]
+    return out + [(k, float(metrics[k]), 0) for k in ("n_queries", "n_excluded")]
+
+
+def _cell_metrics(metrics: Mapping[str, Any]) -> list[tuple[str, float, int]]:
+    out = []
+    for group, suffix in (("overall", ""), ("fold_mean", "_fold_mean"), ("fold_std", "_fold_std")):
+        out += [(metric_name(k) + suffix, float(v), 0) for k, v in metrics[group].items() if v is not None]
+    counts = ("n_queries", "n_excluded", "n_folds")
+    return out + [(k, float(metrics[k]), 0) for k in counts if metrics.get(k) is not None]
+
+
+def _tags(cell: Mapping[str, Any], key: str, role: str) -> dict[str, str]:
+    max_length = cell.get("max_length")
+    return {
+        f"{TAG_PREFIX}dataset": str(cell["dataset"]),
+        f"{TAG_PREFIX}variant": str(cell["variant"]),
+        f"{TAG_PREFIX}max_length": "none" if max_length is None else str(int(max_length)),
+        f"{TAG_PREFIX}study": str(cell.get("study", "")),
+        f"{TAG_PREFIX}role": role,
+        CELL_TAG: key,
+    }
+
+
+def track_cell(
+    cell: dict[str, Any],
+    fold_artifacts: list[dict[str, Any]],
+    cell_metrics_path: Path,
+    cell_run_path: Path,
+    tracking_uri: str,
+    experiment: str,
+    out: Path,
+) -> dict[str, Any]:
+    """Log a cell and its folds to MLflow and write the run ids to ``out`` (JSON).
+
+    Args:
+        cell: the resolved cell (:func:`reranklab.config.resolve_cell` or ``first_stage_cell``),
+            logged flattened as params of every run.
+        fold_artifacts: per fold ``{"fold": k, "run": Path, "metrics": Path,
+            "train_stats": Path | None}``; ``metrics`` is an :func:`evaluate_run` JSON.
+        cell_metrics_path: the cell's :func:`aggregate_folds` JSON.
+        cell_run_path: the cell's concatenated run.
+        tracking_uri: e.g. ``sqlite:///results/mlflow.db`` or ``http://host:5000``.
+        experiment: experiment name (created if missing).
+        out: where the ids go.
+
+    Returns:
+        ``{"tracking_uri", "experiment", "experiment_id", "cell", "parent_run_id",
+        "child_run_ids": {"fold<k>": id}, "replaced_run_ids": [ids soft-deleted]}``.
+
+    Example:
+        >>> track_cell(resolve_cell(config, "wikiqa", "pointwise", 256),
+        ...            [{"fold": 0, "run": Path("fold0.run"), "metrics": Path("fold0.json"),
+        ...              "train_stats": Path("train_stats.json")}],
+        ...            Path("metrics.json"), Path("run.txt"), "sqlite:///results/mlflow.db",
+        ...            "wikiqa-bert-base", Path("mlflow.json"))  # doctest: +SKIP
+    """
+    _quiet_mlflow()
+    from mlflow import MlflowClient
+
+    key = cell_key(cell)
+    params = param_values(cell)
+    cell_metrics = _read_metrics(cell_metrics_path, ("overall", "fold_mean", "fold_std", "n_queries", "n_excluded"))
+    folds = sorted(fold_artifacts, key=lambda f: int(f["fold"]))
+    fold_data = []
+    for fold in folds:
+        stats_path = fold.get("train_stats")
+        fold_data.append((
+            int(fold["fold"]),
+            _fold_metrics(_read_metrics(fold["metrics"], ("aggregate", "n_queries", "n_excluded")))
+            + (stats_metrics(read_json(stats_path)) if stats_path else []),
+            [Path(fold["run"]), Path(fold["metrics"])] + ([Path(stats_path)] if stats_path else []),
+        ))
+    for path in [cell_run_path] + [p for _, _, paths in fold_data for p in paths]:
+        if not Path(path).is_file():
+            raise FileNotFoundError(f"track {key}: missing artifact {path}")
+
+    with store_lock(tracking_uri):
+        client = MlflowClient(tracking_uri=tracking_uri)
+        experiment_id = ensure_experiment(client, experiment, tracking_uri)
+        earlier = _runs_of_cell(client, experiment_id, key)
+        created: list[str] = []
+        try:
+            parent = _retry(client.create_run, experiment_id, run_name=key, tags=_tags(cell, key, "cell"))
+            parent_id = parent.info.run_id
+            created.append(parent_id)
+            _log(client, parent_id, params, _cell_metrics(cell_metrics), [Path(cell_run_path), Path(cell_metrics_path)])
+            children: dict[str, str] = {}
+            for fold, metrics, artifacts in fold_data:
+                tags = {**_tags(cell, key, "fold"), f"{TAG_PREFIX}fold": str(fold), PARENT_TAG: parent_id}
+                child = _retry(client.create_run, experiment_id, run_name=f"fold{fold}", tags=tags)
+                created.append(child.info.run_id)
+                _log(client, child.info.run_id, {**params, "fold": str(fold)}, metrics, artifacts)
+                _retry(client.set_terminated, child.info.run_id, "FINISHED")
+                children[f"fold{fold}"] = child.info.run_id
+            _retry(client.set_terminated, parent_id, "FINISHED")
+        except BaseException:
+            # Leave no half-logged cell behind; the earlier complete runs stay.
+            for run_id in created:
+                with contextlib.suppress(Exception):
+                    _retry(client.set_terminated, run_id, "FAILED")
+                    _retry(client.delete_run, run_id)
+            raise
+        for run_id in earlier:
+            _retry(client.delete_run, run_id)
+
+    result = {
+        "tracking_uri": tracking_uri,
+        "experiment": experiment,
+        "experiment_id": experiment_id,
+        "cell": key,
+        "parent_run_id": parent_id,
+        "child_run_ids": children,
+        "replaced_run_ids": sorted(earlier),
+    }
+    write_json(out, result)
+    return result
+
