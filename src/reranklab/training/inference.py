@@ -1,0 +1,117 @@
+"""Re-rank first-stage candidates with a saved re-ranker.
+
+Every (query, candidate) pair is tokenised once, scored in batches sorted by length (dynamic
+padding, so short pairs are not padded to ``max_length``) under ``torch.inference_mode``, and
+the scores are put back in the candidates' order. Ties are left to the run writer
+(:func:`reranklab.io.rank_order`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from reranklab.models.encoder import select_device, set_threads
+from reranklab.models.reranker import load_reranker
+from reranklab.training.batching import length_sorted_batches, pad_batch, to_device
+from reranklab.training.features import EncodedPairs, encode_id_pairs
+
+log = logging.getLogger(__name__)
+
+
+def score_encoded(model: Any, encoded: EncodedPairs, batch_size: int, *, progress: bool = True, desc: str = "re-rank") -> np.ndarray:
+    """Scores of every encoded pair (``float64``, in the pairs' order).
+
+    Args:
+        model: a :class:`~reranklab.models.reranker.CrossEncoderReranker` (its device is used).
+        encoded: the tokenised pairs.
+        batch_size: pairs per forward pass.
+
+    Example:
+        >>> scores = score_encoded(model, index.encoded, batch_size=128)  # doctest: +SKIP
+    """
+    if batch_size < 1:
+        raise ValueError("batch_size must be at least 1")
+    scores = np.zeros(len(encoded), dtype=np.float64)
+    device = model.device
+    pad_id = model.tokenizer.pad_token_id or 0
+    multiple = 8 if device.type == "cuda" else None
+    was_training = model.training
+    model.eval()
+    batches = length_sorted_batches(encoded.lengths, batch_size)
+    try:
+        with torch.inference_mode():
+            for rows in tqdm(batches, desc=desc, unit="batch", disable=not progress or not batches, mininterval=1.0):
+                features = to_device(pad_batch(encoded, rows, pad_id, multiple), device)
+                scores[rows] = model.score(features).double().cpu().numpy()
+    finally:
+        model.train(was_training)
+    return scores
+
+
+def rerank_with_model(
+    model: Any,
+    candidates: Mapping[str, Mapping[str, float]],
+    qids: Sequence[str],
+    queries: Mapping[str, str],
+    corpus: Mapping[str, str],
+    batch_size: int,
+    *,
+    progress: bool = True,
+) -> dict[str, dict[str, float]]:
+    """:func:`rerank` with a model already loaded (and placed on its device)."""
+    wanted = list(dict.fromkeys(qids))
+    missing = [qid for qid in wanted if not candidates.get(qid)]
+    if missing:
+        log.warning("%d of %d queries have no candidates to re-rank (e.g. %s)", len(missing), len(wanted), missing[0])
+    keys = [(qid, pid) for qid in wanted for pid in candidates.get(qid, {})]
+    index = encode_id_pairs(model.tokenizer, keys, queries, corpus, model.max_length, desc="tokenise", progress=progress)
+    scores = score_encoded(model, index.encoded, batch_size, progress=progress)
+    run: dict[str, dict[str, float]] = {}
+    for qid, pid in keys:
+        run.setdefault(qid, {})[pid] = float(scores[index[qid, pid]])
+    return run
+
+
+def rerank(
+    model_dir: Path,
+    candidates: Mapping[str, Mapping[str, float]],
+    qids: Sequence[str],
+    queries: Mapping[str, str],
+    corpus: Mapping[str, str],
+    batch_size: int,
+    device: str = "auto",
+    threads: int = 0,
+    progress: bool = True,
+) -> dict[str, dict[str, float]]:
+    """Score every candidate passage of each query in ``qids`` with the model in ``model_dir``.
+
+    Args:
+        model_dir: a directory written by :func:`reranklab.training.trainer.train_model`.
+        candidates: the first-stage run ``{qid: {pid: score}}`` (its scores are ignored).
+        qids: the queries to re-rank (e.g. a fold's test queries); others are skipped.
+        queries: ``{qid: text}``.
+        corpus: ``{pid: text}``.
+        batch_size: pairs per forward pass (``training.eval_batch_size``).
+        device: ``auto``, ``cpu``, ``cuda`` or ``cuda:N``.
+        threads: torch CPU threads (0 = torch's default).
+        progress: show tqdm bars.
+
+    Returns:
+        The re-ranked run ``{qid: {pid: score}}``, higher = more relevant; queries without
+        candidates are absent.
+
+    Example:
+        >>> run = rerank(Path("work/models/fold0"), bm25_run, folds[0].test, queries, corpus,
+        ...              batch_size=128)  # doctest: +SKIP
+        >>> write_run("work/runs/fold0.run", run, tag="pointwise")  # doctest: +SKIP
+    """
+    set_threads(threads)
+    model = load_reranker(model_dir, device=select_device(device))
+    return rerank_with_model(model, candidates, qids, queries, corpus, batch_size, progress=progress)

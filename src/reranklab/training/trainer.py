@@ -1,0 +1,386 @@
+"""Fine-tune one re-ranker variant on one fold's sampled examples.
+
+The loop is variant-agnostic: the registry gives the model (``build``), the loss (``loss``) and
+the kind of examples; :mod:`reranklab.training.batching` gives the matching collator. It is
+plain PyTorch (AdamW without decay on biases/LayerNorm, linear warm-up then linear decay,
+gradient clipping), seeded from the study seed, with dynamic padding and length grouping.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import os
+import random
+import shutil
+import tempfile
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import torch
+from torch import nn
+from tqdm.auto import tqdm
+
+from reranklab.errors import ConfigError, FormatError
+from reranklab.io.json_io import write_json
+from reranklab.models.encoder import select_device, set_threads
+from reranklab.models.registry import get_variant
+from reranklab.training.batching import (
+    ExampleCollator,
+    LengthGroupedSampler,
+    collator_for,
+    to_device,
+)
+from reranklab.training.features import encode_id_pairs
+
+log = logging.getLogger(__name__)
+
+STATS_FILE = "train_stats.json"
+LOSS_CURVE_POINTS = 100  # at most this many (step, mean loss) points in train_stats.json
+
+
+@dataclass
+class TrainState:
+    """Everything a checkpoint needs; the loop reads ``epoch``/``step_in_epoch`` to resume.
+
+    Args:
+        model, loss, optimizer, scheduler: the live training objects.
+        epoch: the epoch being run (0-based).
+        step_in_epoch: optimiser steps already done in ``epoch``.
+        global_step: optimiser steps done in total.
+        losses: the loss of every step done so far.
+    """
+
+    model: nn.Module
+    loss: nn.Module
+    optimizer: torch.optim.Optimizer
+    scheduler: torch.optim.lr_scheduler.LRScheduler
+    total_steps: int
+    epoch: int = 0
+    step_in_epoch: int = 0
+    global_step: int = 0
+    losses: list[float] = field(default_factory=list)
+
+
+class Checkpointer(Protocol):
+    """Hook for checkpoint/resume; the default does nothing.
+
+    The batch order of every epoch is a pure function of (seed, epoch), so a checkpointer that
+    restores the model/optimizer/scheduler state and sets ``epoch``, ``step_in_epoch``,
+    ``global_step`` and ``losses`` in :meth:`restore` makes the loop skip the batches already
+    trained and continue with the same data order.
+    """
+
+    def restore(self, state: TrainState) -> None:
+        """Called once before training; may load a checkpoint into ``state``."""
+
+    def step_done(self, state: TrainState) -> None:
+        """Called after every optimiser step (decide here whether to write a checkpoint)."""
+
+    def finished(self, state: TrainState, model_dir: Path) -> None:
+        """Called once the final model is saved (e.g. to delete checkpoints)."""
+
+
+class NoCheckpointer:
+    """The default :class:`Checkpointer`: train from scratch, write no checkpoints."""
+
+    def restore(self, state: TrainState) -> None:
+        return None
+
+    def step_done(self, state: TrainState) -> None:
+        return None
+
+    def finished(self, state: TrainState, model_dir: Path) -> None:
+        return None
+
+
+def seed_everything(seed: int) -> None:
+    """Seed Python, NumPy and torch (all devices) with ``seed``."""
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
+
+
+def parameter_groups(model: nn.Module, weight_decay: float) -> list[dict[str, Any]]:
+    """AdamW groups: decay on weights, none on biases and normalisation parameters (as BERT).
+
+    Example:
+        >>> groups = parameter_groups(nn.Sequential(nn.Linear(2, 2), nn.LayerNorm(2)), 0.01)
+        >>> [len(g["params"]) for g in groups], [g["weight_decay"] for g in groups]
+        ([1, 3], [0.01, 0.0])
+    """
+    no_decay: set[int] = set()
+    for module in model.modules():
+        is_norm = isinstance(module, nn.LayerNorm | nn.GroupNorm) or "norm" in type(module).__name__.lower()
+        for name, parameter in module.named_parameters(recurse=False):
+            if is_norm or name == "bias" or name.endswith(".bias"):
+                no_decay.add(id(parameter))
+    decay, plain, seen = [], [], set()
+    for parameter in model.parameters():
+        if not parameter.requires_grad or id(parameter) in seen:
+            continue
+        seen.add(id(parameter))
+        (plain if id(parameter) in no_decay else decay).append(parameter)
+    return [{"params": decay, "weight_decay": weight_decay}, {"params": plain, "weight_decay": 0.0}]
+
+
+def make_optimizer(model: nn.Module, learning_rate: float, weight_decay: float) -> torch.optim.AdamW:
+    """AdamW (eps 1e-8, as BERT) over :func:`parameter_groups`, fused where torch supports it.
+
+    The fused kernel does the same update ~5x faster than the per-tensor loop on CPU, where
+    the optimiser step of a 22M-parameter MiniLM otherwise costs a fifth of a training step.
+    """
+    groups = parameter_groups(model, weight_decay)
+    try:
+        return torch.optim.AdamW(groups, lr=learning_rate, eps=1e-8, fused=True)
+    except (RuntimeError, TypeError, ValueError):
+        return torch.optim.AdamW(groups, lr=learning_rate, eps=1e-8)
+
+
+def linear_schedule(optimizer: torch.optim.Optimizer, warmup_steps: int, total_steps: int) -> torch.optim.lr_scheduler.LambdaLR:
+    """Linear warm-up from 0 to the peak over ``warmup_steps``, then linear decay to 0.
+
+    The same factors as transformers' ``get_linear_schedule_with_warmup``, so runs compare
+    with HF Trainer / sentence-transformers ones.
+    """
+
+    def factor(step: int) -> float:
+        if step < warmup_steps:
+            return step / max(1, warmup_steps)
+        return max(0.0, (total_steps - step) / max(1, total_steps - warmup_steps))
+
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
+
+
+def read_examples(path: Path, columns: tuple[str, ...]) -> dict[str, list[Any]]:
+    """The examples Parquet as ``{column: values}`` (ids as strings)."""
+    try:
+        table = pq.read_table(path)
+    except (OSError, pa.ArrowInvalid) as exc:
+        raise FormatError(path, None, f"cannot read the examples Parquet file ({exc})") from None
+    missing = [name for name in columns if name not in table.column_names]
+    if missing:
+        raise FormatError(path, None, f"missing column(s) {', '.join(missing)} (expected {', '.join(columns)}; has {', '.join(table.column_names)})")
+    if table.num_rows == 0:
+        raise FormatError(path, None, "no training examples")
+    out: dict[str, list[Any]] = {}
+    for name in columns:
+        values = table.column(name).to_pylist()
+        if None in values:
+            raise FormatError(path, None, f"row {values.index(None)}: column {name} is empty")
+        out[name] = values if name == "label" else [str(v) for v in values]
+    return out
+
+
+def _check_ids(columns: Mapping[str, list[Any]], pid_columns: tuple[str, ...], queries: Mapping[str, str], corpus: Mapping[str, str], path: Path) -> None:
+    for row, qid in enumerate(columns["qid"]):
+        if qid not in queries:
+            raise FormatError(path, None, f"row {row}: query {qid!r} is not in the queries")
+    for name in pid_columns:
+        for row, pid in enumerate(columns[name]):
+            if pid not in corpus:
+                raise FormatError(path, None, f"row {row}: {name} {pid!r} is not in the corpus")
+
+
+def save_atomically(model: Any, stats: Mapping[str, Any], out_dir: Path) -> None:
+    """Save into a temporary directory beside ``out_dir`` and rename it into place."""
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", suffix=".tmp", dir=out_dir.parent))
+    try:
+        # mkdtemp makes the directory private (0700); the model should get the usual mode.
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o777 & ~umask)
+        model.save(tmp)
+        write_json(tmp / STATS_FILE, dict(stats))
+        old = None
+        if out_dir.exists():
+            # os.replace cannot overwrite a non-empty directory: move the old one aside first.
+            old = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", suffix=".old", dir=out_dir.parent))
+            os.replace(out_dir, old / out_dir.name)
+        os.replace(tmp, out_dir)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def _effective_threads(training: Mapping[str, Any], threads: int) -> int:
+    # training.threads wins; 0 there means "the rule's threads" (the argument).
+    return int(training.get("threads") or 0) or int(threads or 0)
+
+
+def train_model(
+    cell: Mapping[str, Any],
+    examples_path: Path,
+    queries: Mapping[str, str],
+    corpus: Mapping[str, str],
+    out_dir: Path,
+    threads: int = 0,
+    checkpointer: Checkpointer | None = None,
+    progress: bool = True,
+) -> dict[str, Any]:
+    """Fine-tune the cell's variant on the examples and save it to ``out_dir``.
+
+    Args:
+        cell: the resolved cell (:func:`reranklab.config.resolve_cell`): ``variant``,
+            ``max_length``, ``seed`` and the ``training`` block are used.
+        examples_path: Parquet of sampled examples: ``qid, pid, label`` (point-wise) or
+            ``qid, pos_pid, neg_pid`` (triplets), as the variant's ``example_kind`` needs.
+        queries: ``{qid: text}``.
+        corpus: ``{pid: text}``.
+        out_dir: the model directory to write (replaced atomically; holds ``train_stats.json``).
+        threads: torch CPU threads when ``training.threads`` is 0 (0 = torch's default).
+        checkpointer: checkpoint/resume hook (default: none).
+        progress: show tqdm bars.
+
+    Returns:
+        The training statistics written to ``out_dir/train_stats.json``.
+
+    Example:
+        >>> cell = resolve_cell(params, "wikiqa", "bertlets", 256)  # doctest: +SKIP
+        >>> stats = train_model(cell, Path("work/examples/fold0.parquet"), queries, corpus,
+        ...                     Path("work/models/fold0"), threads=8)  # doctest: +SKIP
+        >>> stats["steps"], round(stats["pairs_per_s"])  # doctest: +SKIP
+        (2504, 180)
+    """
+    started = time.perf_counter()
+    examples_path, out_dir = Path(examples_path), Path(out_dir)
+    training = dict(cell["training"])
+    spec = get_variant(cell["variant"])
+    if spec.loss is None:
+        raise ConfigError(f"variant {spec.name!r} registers no loss and cannot be trained")
+    checkpointer = checkpointer or NoCheckpointer()
+    threads = _effective_threads(training, threads)
+    set_threads(threads)
+    device = select_device(str(training.get("device", "auto")))
+    seed = int(cell["seed"])
+    max_length = int(cell["max_length"])
+    batch_size = int(training["batch_size"])
+    epochs = int(training["epochs"])
+
+    collator_cls = collator_for(spec.example_kind)
+    columns = read_examples(examples_path, collator_cls.columns)
+    _check_ids(columns, collator_cls.pid_columns, queries, corpus, examples_path)
+
+    seed_everything(seed)
+    model = spec.build(training["encoder"], training, max_length)
+    tokenizer = model.tokenizer
+    tokenize_started = time.perf_counter()
+    index = encode_id_pairs(tokenizer, collator_cls.pair_keys(columns), queries, corpus, max_length, desc="tokenise", progress=progress)
+    tokenize_seconds = time.perf_counter() - tokenize_started
+    collate: ExampleCollator = collator_cls.from_columns(
+        columns,
+        index,
+        pad_token_id=tokenizer.pad_token_id or 0,
+        pad_to_multiple_of=8 if device.type == "cuda" else None,
+        source=examples_path,
+    )
+    sampler = LengthGroupedSampler(collate.lengths(), batch_size, seed, group=bool(training.get("length_grouping", True)))
+
+    model.to(device)
+    loss_fn = spec.loss(model, training)
+    optimizer = make_optimizer(model, float(training["learning_rate"]), float(training["weight_decay"]))
+    steps_per_epoch = len(sampler)
+    total_steps = steps_per_epoch * epochs
+    warmup_steps = math.ceil(float(training["warmup_ratio"]) * total_steps)
+    scheduler = linear_schedule(optimizer, warmup_steps, total_steps)
+    state = TrainState(model, loss_fn, optimizer, scheduler, total_steps)
+    checkpointer.restore(state)
+
+    log.info(
+        "training %s on %s: %d examples (%d distinct pairs, %d at max_length %d), %d epochs x %d steps, device %s, %d threads",
+        spec.name, training["encoder"], len(collate), len(index.encoded), index.encoded.at_max_length(), max_length,
+        epochs, steps_per_epoch, device, torch.get_num_threads(),
+    )
+    max_grad_norm = float(training.get("max_grad_norm") or 0.0)
+    log_every = max(1, total_steps // 20)
+    curve_every = max(1, math.ceil(total_steps / LOSS_CURVE_POINTS))
+    loss_curve: list[list[float]] = []
+    pairs_trained = 0
+    model.train()
+    train_started = time.perf_counter()
+    bar = tqdm(total=total_steps, initial=state.global_step, desc=f"train {spec.name}", unit="step", disable=not progress, mininterval=1.0)
+    for epoch in range(state.epoch, epochs):
+        state.epoch = epoch
+        batches = sampler.batches(epoch)
+        for step_in_epoch in range(state.step_in_epoch, len(batches)):
+            rows = batches[step_in_epoch]
+            batch = to_device(collate(rows), device)
+            value = loss_fn(batch)
+            optimizer.zero_grad(set_to_none=True)
+            value.backward()
+            if max_grad_norm > 0:
+                torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
+            optimizer.step()
+            scheduler.step()
+            loss_value = float(value.detach())
+            if not math.isfinite(loss_value):
+                raise FloatingPointError(f"training loss became {loss_value} at step {state.global_step} (lower training.learning_rate?)")
+            state.losses.append(loss_value)
+            state.step_in_epoch = step_in_epoch + 1
+            state.global_step += 1
+            pairs_trained += len(rows) * collate.pairs_per_example
+            bar.update(1)
+            if state.global_step % curve_every == 0 or state.global_step == total_steps:
+                window = state.losses[-curve_every:]
+                loss_curve.append([state.global_step, sum(window) / len(window)])
+            if state.global_step % log_every == 0 or state.global_step == total_steps:
+                window = state.losses[-log_every:]
+                mean = sum(window) / len(window)
+                bar.set_postfix(loss=f"{mean:.4f}")
+                log.info("step %d/%d epoch %d loss %.4f lr %.3g", state.global_step, total_steps, epoch + 1, mean, scheduler.get_last_lr()[0])
+            checkpointer.step_done(state)
+        state.step_in_epoch = 0
+    bar.close()
+    train_seconds = time.perf_counter() - train_started
+    model.eval()
+
+    epoch_losses = [
+        float(np.mean(state.losses[e * steps_per_epoch : (e + 1) * steps_per_epoch]))
+        for e in range(epochs)
+        if state.losses[e * steps_per_epoch : (e + 1) * steps_per_epoch]
+    ]
+    stats = {
+        "variant": spec.name,
+        "example_kind": spec.example_kind,
+        "encoder": training["encoder"],
+        "max_length": max_length,
+        "seed": seed,
+        "examples": len(collate),
+        "distinct_pairs": len(index.encoded),
+        "pairs_at_max_length": index.encoded.at_max_length(),
+        "pairs_query_truncated": index.encoded.query_truncated,
+        "epochs": epochs,
+        "batch_size": batch_size,
+        "steps": state.global_step,
+        "warmup_steps": warmup_steps,
+        "final_loss": epoch_losses[-1] if epoch_losses else None,
+        "mean_loss": float(np.mean(state.losses)) if state.losses else None,
+        "epoch_losses": epoch_losses,
+        "loss_curve": loss_curve,
+        "pairs_trained": pairs_trained,
+        "pairs_per_s": pairs_trained / train_seconds if train_seconds > 0 else None,
+        "train_seconds": train_seconds,
+        "tokenize_seconds": tokenize_seconds,
+        "seconds": time.perf_counter() - started,
+        "device": str(device),
+        "threads": torch.get_num_threads(),
+        "torch": torch.__version__,
+    }
+    with contextlib.suppress(ImportError):
+        import transformers
+
+        stats["transformers"] = transformers.__version__
+    save_atomically(model, stats, out_dir)
+    checkpointer.finished(state, out_dir)
+    log.info("saved %s to %s (final loss %.4f, %.1f pairs/s)", spec.name, out_dir, stats["final_loss"] or float("nan"), stats["pairs_per_s"] or 0.0)
+    return stats
