@@ -20,7 +20,7 @@ rule summarize:
         md="results/summary.md",
         json="results/summary.json",
     log:
-        "results/logs/summarize.log",
+        "results/logs/summarize/summary.log",
     message:
         "Writing the summary table of the study"
     params:

@@ -1,0 +1,76 @@
+"""The configuration: schema validation with clear errors, layering, and the resolved cells."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from reranklab.config import grid, load_params, resolve_cell, resolve_protocol, schema_defaults
+from reranklab.errors import ConfigError
+
+
+def write(path, data):
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def test_params_and_quickstart_are_valid(repo):
+    config = load_params([repo / "params.yaml", repo / "config/quickstart.yaml"])
+    assert grid(config) == [("sample", "pointwise", 128), ("sample", "bertlets", 128)]
+    assert load_params([repo / "params.yaml"])["training"]["encoder"] == "bert-base-uncased"
+
+
+def test_every_schema_property_has_type_description_default(repo):
+    schema = yaml.safe_load((repo / "workflow/schemas/params.schema.yaml").read_text())
+
+    def walk(node, path):
+        for key, prop in node.get("properties", {}).items():
+            assert "description" in prop and "default" in prop, f"{path}{key}"
+            assert "type" in prop or "oneOf" in prop, f"{path}{key}"
+            walk(prop, f"{path}{key}.")
+
+    walk(schema, "")
+    walk(schema["$defs"]["protocol"], "protocol.")
+
+
+def test_unknown_key_names_key_and_file(tmp_path, repo):
+    bad = write(tmp_path / "bad.yaml", {"training": {"lerning_rate": 1e-5}})
+    with pytest.raises(ConfigError, match=r"bad\.yaml: unknown key training\.lerning_rate"):
+        load_params([repo / "params.yaml", bad])
+
+
+def test_wrong_type_and_unknown_names(tmp_path, repo):
+    with pytest.raises(ConfigError, match=r"bad\.yaml: key grid\.max_length\.0: 1024 is greater than"):
+        load_params([write(tmp_path / "bad.yaml", {"grid": {"max_length": [1024]}})])
+    with pytest.raises(ConfigError, match=r"unknown dataset 'nope'"):
+        load_params([write(tmp_path / "bad2.yaml", {"datasets": ["nope"]})])
+    with pytest.raises(ConfigError, match=r"unknown variant 'nope'"):
+        load_params([write(tmp_path / "bad3.yaml", {"grid": {"variant": ["nope"]}})])
+
+
+def test_cli_validate_config_reports_the_key(tmp_path, repo):
+    bad = write(tmp_path / "bad.yaml", {"mlflow": {"uri": "x"}})
+    out = subprocess.run(
+        [sys.executable, "-m", "reranklab.cli", "validate-config", str(repo / "params.yaml"), str(bad)],
+        capture_output=True, text=True, cwd=repo,
+    )
+    assert out.returncode == 2
+    assert "unknown key mlflow.uri" in out.stderr and "bad.yaml" in out.stderr
+
+
+def test_layering_protocol_and_training(tmp_path):
+    config = {
+        "datasets": ["sample"],
+        "protocol": {"sample": {"depth": 7, "folds": None}},
+        "training": {"learning_rate": 1e-5},
+        "variants": {"bertlets": {"margin": 0.5}},
+    }
+    protocol = resolve_protocol(config, "sample")
+    assert protocol["depth"] == 7 and protocol["folds"] == 5  # null keeps the dataset default
+    cell = resolve_cell(config, "sample", "bertlets", 64)
+    assert cell["training"]["learning_rate"] == 1e-5 and cell["training"]["margin"] == 0.5
+    assert resolve_cell(config, "sample", "pointwise", 64)["training"]["margin"] == schema_defaults()["training"]["margin"]
+    assert cell["max_length"] == 64 and cell["seed"] == 42

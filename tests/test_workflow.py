@@ -1,0 +1,175 @@
+"""The whole DAG through the Snakemake CLI (and DVC) on the shipped sample with a tiny BERT."""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+import shutil
+import sqlite3
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.conftest import tool_env
+
+pytestmark = pytest.mark.integration
+
+WORKFLOW_FILES = ["Snakefile", "params.yaml", "workflow", "config", "envs"]
+
+
+def study_config(tiny_bert: Path, variants: list[str]) -> dict:
+    return {
+        "study": "itest",
+        "datasets": ["sample"],
+        "grid": {"variant": variants, "max_length": [64]},
+        "protocol": {"sample": {"folds": 2}},
+        "training": {"encoder": str(tiny_bert), "epochs": 1, "batch_size": 16, "learning_rate": 1e-3},
+    }
+
+
+def snakemake(workdir: Path, *args: str) -> subprocess.CompletedProcess:
+    cmd = ["snakemake", "--cores", "2", "--resources", "gpu=1", "--configfile", "config/test.yaml", *args]
+    return subprocess.run(cmd, cwd=workdir, env=tool_env(), capture_output=True, text=True, timeout=900)
+
+
+def job_counts(output: str) -> dict[str, int]:
+    """The 'Job stats' table of a Snakemake (dry) run: rule -> count."""
+    counts: dict[str, int] = {}
+    table = output.split("Job stats:", 1)[-1]
+    for line in table.splitlines():
+        match = re.match(r"^(\w+)\s+(\d+)\s*$", line.strip())
+        if match and match.group(1) != "total":
+            counts[match.group(1)] = int(match.group(2))
+    return counts
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory, repo, tiny_bert):
+    workdir = tmp_path_factory.mktemp("study")
+    for name in WORKFLOW_FILES:
+        src = repo / name
+        (shutil.copytree if src.is_dir() else shutil.copy)(src, workdir / name)
+    (workdir / "config/test.yaml").write_text(yaml.safe_dump(study_config(tiny_bert, ["pointwise", "bertlets"])))
+    result = snakemake(workdir)
+    assert result.returncode == 0, result.stderr[-5000:]
+    return workdir, result
+
+
+def test_summary_has_a_row_per_cell(study):
+    workdir, _ = study
+    with open(workdir / "results/summary.csv") as handle:
+        rows = list(csv.DictReader(handle))
+    assert [(r["dataset"], r["variant"], r["max_length"]) for r in rows] == [
+        ("sample", "bm25", ""),
+        ("sample", "pointwise", "64"),
+        ("sample", "bertlets", "64"),
+    ]
+    for row in rows:
+        for measure in ("P@1", "MAP", "MRR", "MRR@10", "nDCG@10"):
+            assert 0.0 <= float(row[measure]) <= 1.0
+            assert row[f"{measure}_mean"] != "" and row[f"{measure}_std"] != ""
+        assert int(row["n_folds"]) == 2
+    # every test query of the two folds is evaluated once (the sample has no unjudged query)
+    folds = json.loads((workdir / "results/splits/sample/folds.json").read_text())
+    test_qids = {q for f in folds["folds"] for q in f["test"]}
+    assert int(rows[0]["n_queries"]) + int(rows[0]["n_excluded"]) == len(test_qids)
+    assert (workdir / "results/summary.md").read_text().count("| sample") == 3
+    assert json.loads((workdir / "results/summary.json").read_text())
+
+
+def test_each_stage_leaves_canonical_files_and_a_log(study):
+    workdir, _ = study
+    results = workdir / "results"
+    for path in [
+        "data/sample/corpus.parquet", "data/sample/queries.tsv", "data/sample/qrels.txt",
+        "first_stage/sample/candidates.run", "splits/sample/folds.json",
+        "samples/sample/fold0/pointwise.parquet", "samples/sample/fold1/triplets.parquet",
+        "models/sample/pointwise-L64/fold0/train_stats.json", "runs/sample/bertlets-L64/fold1.run",
+        "metrics/sample/bm25/fold0.json", "cells/sample/pointwise-L64/run.txt",
+    ]:
+        assert (results / path).is_file(), path
+    logs = {p.relative_to(results / "logs").parts[0] for p in (results / "logs").rglob("*.log")}
+    assert logs >= {"download", "prepare", "index", "retrieve", "split", "sample", "train", "rerank",
+                    "baseline", "evaluate", "aggregate", "track", "summarize"}
+    first_line = (results / "runs/sample/pointwise-L64/fold0.run").read_text().splitlines()[0].split()
+    assert first_line[1] == "Q0" and first_line[3] == "1" and first_line[5] == "pointwise-L64"
+
+
+def test_mlflow_has_parent_and_child_runs(study):
+    workdir, _ = study
+    db = sqlite3.connect(workdir / "results/mlflow.db")
+    (exp_id,) = db.execute("select experiment_id from experiments where name = 'itest'").fetchone()
+    runs = db.execute(
+        "select run_uuid, name from runs where experiment_id = ? and lifecycle_stage = 'active'", (exp_id,)
+    ).fetchall()
+    parents = {
+        run_id: name for run_id, name in runs
+        if not db.execute("select 1 from tags where run_uuid = ? and key = 'mlflow.parentRunId'", (run_id,)).fetchone()
+    }
+    assert sorted(parents.values()) == ["sample/bertlets/L64", "sample/bm25", "sample/pointwise/L64"]
+    for parent in parents:
+        children = db.execute(
+            "select run_uuid from tags where key = 'mlflow.parentRunId' and value = ?", (parent,)
+        ).fetchall()
+        assert len(children) == 2
+        metrics = {k for (k,) in db.execute("select key from metrics where run_uuid = ?", (children[0][0],))}
+        assert metrics, "fold runs carry their metrics"
+    n_params = db.execute("select count(*) from params where run_uuid = ?", (next(iter(parents)),)).fetchone()[0]
+    assert n_params >= 10
+
+
+def test_second_invocation_does_nothing(study):
+    workdir, _ = study
+    result = snakemake(workdir)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "Nothing to be done" in result.stdout + result.stderr
+
+
+def test_changing_one_parameter_reruns_only_its_dependents(study):
+    workdir, _ = study
+    config = yaml.safe_load((workdir / "config/test.yaml").read_text())
+    config["variants"] = {"bertlets": {"margin": 0.3}}
+    (workdir / "config/test.yaml").write_text(yaml.safe_dump(config))
+    try:
+        result = snakemake(workdir, "--dry-run")
+        assert result.returncode == 0, result.stderr[-3000:]
+        counts = job_counts(result.stdout + result.stderr)
+        assert counts == {"train": 2, "rerank": 2, "evaluate": 2, "aggregate": 1, "track": 1, "summarize": 1, "all": 1}
+    finally:
+        (workdir / "config/test.yaml").write_text(yaml.safe_dump(study_config(Path(config["training"]["encoder"]), ["pointwise", "bertlets"])))
+
+
+def test_bad_config_key_stops_before_any_job(study):
+    workdir, _ = study
+    (workdir / "config/bad.yaml").write_text("training:\n  epoch: 3\n")
+    cmd = ["snakemake", "--cores", "1", "--dry-run", "--configfile", "config/bad.yaml"]
+    result = subprocess.run(cmd, cwd=workdir, env=tool_env(), capture_output=True, text=True, timeout=300)
+    assert result.returncode != 0
+    assert "unknown key training.epoch" in result.stdout + result.stderr
+
+
+def test_dvc_repro_reproduces_through_snakemake(tmp_path, repo, tiny_bert):
+    tracked = subprocess.run(["git", "ls-files"], cwd=repo, capture_output=True, text=True, check=True).stdout.split()
+    for name in tracked:
+        target = tmp_path / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(repo / name, target)
+    params = yaml.safe_load((repo / "params.yaml").read_text())
+    params.update(study_config(tiny_bert, ["pointwise"]))
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
+    env = tool_env()
+    for cmd in (["git", "init", "-q"], ["git", "add", "-A"], ["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "t"]):
+        subprocess.run(cmd, cwd=tmp_path, check=True, env=env)
+    result = subprocess.run(["dvc", "repro"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    lock = yaml.safe_load((tmp_path / "dvc.lock").read_text())
+    assert set(lock["stages"]) == {"prepare", "first_stage", "study"}
+    outs = {o["path"]: o for o in lock["stages"]["study"]["outs"]}
+    assert outs["results/summary.json"]["md5"]
+    shown = subprocess.run(["dvc", "metrics", "show", "--json"], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert shown.returncode == 0 and "MAP" in shown.stdout
+    again = subprocess.run(["dvc", "repro"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0 and "didn't change" in again.stdout
