@@ -36,6 +36,8 @@ class RawFile:
         archive_size: size in bytes of the archive at ``url``, when known.
         archive_sha256: checksum of the archive at ``url``, when known.
         manual: the licence requires a manual step; this text says what to do.
+        md5: MD5 of the file itself, where only that is published (checked like ``sha256``).
+        archive_md5: MD5 of the archive at ``url``, where only that is published.
     """
 
     name: str
@@ -46,6 +48,8 @@ class RawFile:
     archive_size: int | None = None
     archive_sha256: str | None = None
     manual: str | None = None
+    md5: str | None = None
+    archive_md5: str | None = None
 
 
 @dataclass(frozen=True)

@@ -169,7 +169,7 @@ class _Fetcher:
         target = self.raw / spec.name
         bad_manual: str | None = None
         if target.is_file():
-            problem = _check(target, spec.size, spec.sha256)
+            problem = _check(target, spec.size, spec.sha256, spec.md5)
             if problem is None:
                 log.info("%s: already present and verified", spec.name)
                 return "present"
@@ -215,7 +215,7 @@ class _Fetcher:
         if spec.url and _unpacks(spec):
             archive = self.mirror_dir / _url_basename(spec.url)
             if archive.is_file():
-                _verify(archive, spec.archive_size, spec.archive_sha256, what=f"archive {archive.name} (for {spec.name})")
+                _verify(archive, spec.archive_size, spec.archive_sha256, what=f"archive {archive.name} (for {spec.name})", md5=spec.archive_md5)
                 _place_extracted(archive, spec, target)
                 return f"{self._mirror_label(archive)}!{spec.member or archive.name}"
         return None
@@ -238,21 +238,21 @@ class _Fetcher:
             # The URL is the file itself: its checks are the file's checks.
             self.downloads.mkdir(parents=True, exist_ok=True)
             with atomic_path(target) as tmp:
-                self._download(spec.url, tmp, spec.size, spec.sha256, what=spec.name)
+                self._download(spec.url, tmp, spec.size, spec.sha256, what=spec.name, md5=spec.md5)
             return spec.url
         archive = self.downloads / _url_basename(spec.url)
         if archive not in self.fetched_archives:
-            if not (archive.is_file() and _check(archive, spec.archive_size, spec.archive_sha256) is None):
+            if not (archive.is_file() and _check(archive, spec.archive_size, spec.archive_sha256, spec.archive_md5) is None):
                 self.downloads.mkdir(parents=True, exist_ok=True)
                 with atomic_path(archive) as tmp:
-                    self._download(spec.url, tmp, spec.archive_size, spec.archive_sha256, what=f"archive {archive.name}")
+                    self._download(spec.url, tmp, spec.archive_size, spec.archive_sha256, what=f"archive {archive.name}", md5=spec.archive_md5)
             self.fetched_archives.add(archive)
         _place_extracted(archive, spec, target)
         return f"{spec.url}!{spec.member or archive.name}"
 
     # -- HTTP --------------------------------------------------------------------------------
 
-    def _download(self, url: str, dest: Path, size: int | None, sha256: str | None, what: str) -> None:
+    def _download(self, url: str, dest: Path, size: int | None, sha256: str | None, what: str, md5: str | None = None) -> None:
         """Download ``url`` to ``dest`` via ``<downloads>/<basename>.part``, resuming, then verify."""
         part = self.downloads / (_url_basename(url) + ".part")
         last_error: Exception | None = None
@@ -276,7 +276,7 @@ class _Fetcher:
                 f"{what}: download of {url} failed after {self.retries} attempts: {last_error}; "
                 f"the partial file {part} is kept and the next run resumes from it"
             )
-        problem = _check(part, size, sha256)
+        problem = _check(part, size, sha256, md5)
         if problem is not None:
             # A complete but wrong file cannot be resumed into a right one: start over next time.
             part.unlink()
@@ -343,20 +343,30 @@ class _Fatal(Exception):
 # -- checks ------------------------------------------------------------------------------------
 
 
-def _check(path: Path, size: int | None, sha256: str | None) -> str | None:
-    """None when ``path`` has the expected size and sha256 (where known), else the problem."""
+def _check(path: Path, size: int | None, sha256: str | None, md5: str | None = None) -> str | None:
+    """None when ``path`` has the expected size, sha256 and md5 (where known), else the problem."""
     actual_size = path.stat().st_size
     if size is not None and actual_size != size:
         return f"size mismatch: expected {size} bytes, got {actual_size} bytes"
-    if sha256 is not None:
-        actual = sha256_of(path)
-        if actual != sha256.lower():
-            return f"sha256 mismatch: expected {sha256.lower()}, got {actual}"
+    wanted = {name: value.lower() for name, value in (("sha256", sha256), ("md5", md5)) if value is not None}
+    if wanted:
+        # One pass computes every published digest (some datasets publish only an MD5).
+        digests = {name: hashlib.new(name) for name in wanted}
+        with open(path, "rb") as handle:
+            for block in iter(lambda: handle.read(CHUNK), b""):
+                for digest in digests.values():
+                    digest.update(block)
+        for name, expected in wanted.items():
+            actual = digests[name].hexdigest()
+            if actual != expected:
+                return f"{name} mismatch: expected {expected}, got {actual}"
     return None
 
 
-def _verify(path: Path, size: int | None, sha256: str | None, what: str, source: str | None = None) -> None:
-    problem = _check(path, size, sha256)
+def _verify(
+    path: Path, size: int | None, sha256: str | None, what: str, source: str | None = None, md5: str | None = None
+) -> None:
+    problem = _check(path, size, sha256, md5)
     if problem is not None:
         origin = f" (from {source})" if source else ""
         raise DownloadError(f"{what}: {problem}{origin}")
@@ -366,14 +376,14 @@ def _place_copy(origin: Path, target: Path, spec: RawFile, label: str) -> None:
     """Copy ``origin`` to ``target`` through a temp file; rename only if the copy verifies."""
     with atomic_path(target) as tmp:
         shutil.copyfile(origin, tmp)
-        _verify(tmp, spec.size, spec.sha256, what=spec.name, source=label)
+        _verify(tmp, spec.size, spec.sha256, what=spec.name, source=label, md5=spec.md5)
 
 
 def _place_extracted(archive: Path, spec: RawFile, target: Path) -> None:
     """Extract ``spec.member`` of ``archive`` to ``target`` through a temp file, verified."""
     with atomic_path(target) as tmp:
         extract_member(archive, spec.member, tmp)
-        _verify(tmp, spec.size, spec.sha256, what=spec.name, source=f"{archive}!{spec.member or archive.name}")
+        _verify(tmp, spec.size, spec.sha256, what=spec.name, source=f"{archive}!{spec.member or archive.name}", md5=spec.md5)
 
 
 # -- archives ----------------------------------------------------------------------------------

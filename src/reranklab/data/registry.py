@@ -30,6 +30,23 @@ def dataset_names() -> list[str]:
     return sorted(_DATASETS)
 
 
+# Modules of reranklab.data that hold no dataset (helpers start with "_" and are skipped too).
+_NOT_DATASETS = frozenset({"base", "download", "listing", "registry"})
+_loaded = False
+
+
 def _load_builtin() -> None:
-    # Importing the modules registers them; done lazily to keep `import reranklab` light.
-    from reranklab.data import sample, wikiqa  # noqa: F401
+    # Importing the modules registers them; done lazily to keep `import reranklab` light, and
+    # by discovery so that adding a dataset module needs no edit here.
+    global _loaded
+    if _loaded:
+        return
+    import importlib
+    import pkgutil
+
+    import reranklab.data as package
+
+    for info in pkgutil.iter_modules(package.__path__):
+        if not info.ispkg and not info.name.startswith("_") and info.name not in _NOT_DATASETS:
+            importlib.import_module(f"{package.__name__}.{info.name}")
+    _loaded = True

@@ -1,0 +1,156 @@
+"""ANTIQUE (Hashemi et al., ECIR 2020): non-factoid questions from Yahoo! Answers, graded answers.
+
+2,626 questions (2,426 train, 200 test) over 403,666 answers, with 34,011 crowd judgements on a
+four-point scale: 4 "looks reasonable and convincing", 3 "can be an answer but not sure",
+2 "does not answer but is on topic", 1 "completely out of context". The BERT-DMN protocol ranks
+the BM25 top-100 and counts labels 3 and 4 as relevant (``relevance_threshold: 3``, a protocol
+setting that can be overridden); nDCG@10 uses the graded labels as they are in ``qrels.txt``.
+
+Raw files (``https://ciir.cs.umass.edu/downloads/Antique/``):
+
+- ``antique-collection.txt``: ``docid<TAB>answer text`` (403,666 lines);
+- ``antique-{train,test}-queries.txt``: ``qid<TAB>question``;
+- ``antique-{train,test}.qrel``: TREC qrels ``qid U0|Q0|E0 docid label`` with labels 1-4 and
+  tabs and spaces mixed (the first line of each question is tab-separated).
+
+Canonical form: corpus = the collection, queries = train and test questions, qrels = every
+judgement with its label 1-4, pool = none (BM25), split = train / dev / test where dev is a seeded
+sample of ``dev_queries`` (option, 200) train questions, as BERT-DMN holds out 200 of the 2,426.
+
+Counts on the released query and qrels files: 2,426 / 200 questions, 27,422 / 6,589 judgements
+(34,011), labels 1/2/3/4 = 2,914 / 8,754 / 9,276 / 13,067; iteration column Q0 30,612,
+U0 2,626, E0 773. They match the paper.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from reranklab.data.base import Dataset, Prepared, Protocol, RawFile
+from reranklab.data.msmarco import (
+    check_options,
+    read_id_texts,
+    read_trec_qrels,
+    require_files,
+    sample_ids,
+    tsv_corpus_records,
+)
+from reranklab.data.registry import register_dataset
+from reranklab.errors import ConfigError, FormatError
+
+BASE_URL = "https://ciir.cs.umass.edu/downloads/Antique/"
+COLLECTION = "antique-collection.txt"
+GRADES = (1, 2, 3, 4)
+# (size, sha256) of the released query and qrels files; the collection has a published MD5.
+_CHECKSUMS = {
+    "antique-train-queries.txt": (136_512, "ced8c5d03883aba18524bd679a2e2f529284d58b224f4b9749ea6e1e1bfcac4d"),
+    "antique-train.qrel": (625_622, "9a07e782666628d3317f0039d682075d800959dc42e97f494c5d7f1d8faef821"),
+    "antique-test-queries.txt": (11_434, "72e52d256534a0d5ca6ef8b6a745231317b28025e842a3f1fc6a90260213b4f1"),
+    "antique-test.qrel": (149_838, "d5585c6812e69ce86c81c406e3688d2cbbe55cf0a079924e894afa4fd62bdbcd"),
+}
+
+
+def read_collection(path: str | Path) -> dict[str, str]:
+    """``antique-collection.txt`` → ``{docid: text}`` (403,666 answers fit in memory).
+
+    Raises:
+        FormatError: a line without a tab, a bad docid, or a docid seen before.
+
+    Example:
+        >>> len(read_collection("raw/antique/antique-collection.txt"))  # doctest: +SKIP
+        403666
+    """
+    corpus: dict[str, str] = {}
+    origin: dict[str, int] = {}
+    for lineno, docid, text in tsv_corpus_records(path):
+        if docid in corpus:
+            raise FormatError(path, lineno, f"duplicate answer id {docid!r} (first on line {origin[docid]})")
+        corpus[docid] = text
+        origin[docid] = lineno
+    return corpus
+
+
+@register_dataset
+class Antique(Dataset):
+    """ANTIQUE with its train/test split (200 train questions held out for validation)."""
+
+    name = "antique"
+    title = "ANTIQUE: non-factoid questions from Yahoo! Answers, 403,666 answers, graded labels 1-4"
+    source = "CIIR, UMass Amherst (Hashemi et al., ECIR 2020), " + BASE_URL
+    licence = "Research use (CIIR ANTIQUE release terms; Yahoo! Answers Webscope L6 content)"
+    citation = (
+        "Helia Hashemi, Mohammad Aliannejadi, Hamed Zamani and W. Bruce Croft. 2020. ANTIQUE: A "
+        "Non-Factoid Question Answering Benchmark. In Proceedings of ECIR 2020, pages 166-173."
+    )
+    files = (
+        RawFile(name=COLLECTION, url=BASE_URL + COLLECTION, size=93_608_031, md5="684f7015aff377062a758e478476aac8"),
+        *(RawFile(name=name, url=BASE_URL + name, size=size, sha256=sha256) for name, (size, sha256) in _CHECKSUMS.items()),
+    )
+    counts = {"passages": 403_666, "split": {"train": 2_226, "dev": 200, "test": 200}, "judgements": 34_011}
+    protocol = Protocol(
+        first_stage="bm25",
+        depth=100,
+        inject_relevant=False,
+        split="predefined",
+        negatives_per_positive=1,
+        relevance_threshold=3,
+        metrics=("MAP", "MRR", "P@1", "nDCG@10"),
+        options={"dev_queries": 200, "dev_seed": 42},
+    )
+
+    def parse(self, raw_dir: Path, options: dict[str, Any]) -> Prepared:
+        """Parse the collection, queries and qrels from ``raw_dir``.
+
+        Args:
+            raw_dir: folder with the five raw files.
+            options: ``dev_queries`` (train questions held out for validation, 0 for none) and
+                ``dev_seed`` (seed of that sample).
+
+        Example:
+            >>> Antique().parse(Path("raw/antique"), {}).stats()["split"]  # doctest: +SKIP
+            {'train': 2226, 'dev': 200, 'test': 200}
+        """
+        check_options(self.name, options, ("dev_queries", "dev_seed"))
+        n_dev = options.get("dev_queries", 200)
+        if isinstance(n_dev, bool) or not isinstance(n_dev, int) or n_dev < 0:
+            raise ConfigError(f"protocol.{self.name}.options.dev_queries: expected an integer >= 0, got {n_dev!r}")
+        raw_dir = Path(raw_dir)
+        require_files(raw_dir, [f.name for f in self.files], self.name)
+        corpus = read_collection(raw_dir / COLLECTION)
+        queries: dict[str, str] = {}
+        qrels: dict[str, dict[str, int]] = {}
+        ids: dict[str, list[str]] = {}
+        iterations: Counter = Counter()
+        grades: Counter = Counter()
+        for part in ("train", "test"):
+            path = raw_dir / f"antique-{part}-queries.txt"
+            texts = read_id_texts(path, "question")
+            clash = sorted(texts.keys() & queries.keys())
+            if clash:
+                raise FormatError(path, None, f"questions {clash[:3]} are also train questions")
+            judged = read_trec_qrels(raw_dir / f"antique-{part}.qrel", grades=GRADES)
+            unknown = sorted(judged.qrels.keys() - texts.keys())
+            if unknown:
+                raise FormatError(raw_dir / f"antique-{part}.qrel", None, f"judged questions {unknown[:3]} are not in {path.name}")
+            queries.update(texts)
+            qrels.update(judged.qrels)
+            ids[part] = list(texts)
+            iterations.update(judged.iterations)
+            grades.update(judged.grades)
+        if n_dev >= len(ids["train"]):
+            raise ConfigError(f"protocol.{self.name}.options.dev_queries: {n_dev} leaves no training questions (of {len(ids['train'])})")
+        held_out = sample_ids(ids["train"], n_dev, int(options.get("dev_seed", 42))) if n_dev else set()
+        split = {
+            "train": [q for q in ids["train"] if q not in held_out],
+            "dev": [q for q in ids["train"] if q in held_out],
+            "test": ids["test"],
+        }
+        judged_docs = {docid for judged in qrels.values() for docid in judged}
+        extra = {
+            "judgements_by_label": {str(g): grades.get(g, 0) for g in GRADES},
+            "judgements_by_iteration": dict(sorted(iterations.items())),
+            "judged_passages_not_in_corpus": len(judged_docs - corpus.keys()),
+        }
+        return Prepared(corpus=corpus, queries=queries, qrels=qrels, split=split, pool=None, extra_stats=extra)

@@ -1,0 +1,288 @@
+"""SemEval-2016 and SemEval-2017 Task 3, subtask A: rank the comments of a Qatar Living thread.
+
+Raw files, the subtask-A XML files of the official distributions:
+
+- from ``semeval2016-task3-cqa-ql-traindev-v3.2.zip``: ``v3.2/train/SemEval2016-Task3-CQA-QL-
+  train-part{1,2}-subtaskA.xml``, ``v3.2/dev/SemEval2016-Task3-CQA-QL-dev-subtaskA.xml`` and the
+  2015 data re-annotated for subtask A, ``v3.2/train-more-for-subtaskA-from-2015/SemEval2015-
+  Task3-CQA-QL-{train,dev,test}-reformatted-excluding-2016-questions-cleansed.xml``;
+- test with gold labels: ``SemEval2016_task3_test/English/SemEval2016-Task3-CQA-QL-test-
+  subtaskA.xml`` (``semeval2016_task3_test.zip``, 327 questions, 3,270 comments) and
+  ``SemEval2017_task3_test/English/SemEval2017-task3-English-test-subtaskA.xml``
+  (``semeval2017_task3_test.zip``, 293 questions, 2,930 comments).
+
+Each file holds ``<Thread>`` elements (possibly inside ``<OrgQuestion>``); a thread has one
+``<RelQuestion RELQ_ID=...>`` with ``<RelQSubject>`` and ``<RelQBody>``, and its
+``<RelComment RELC_ID=... RELC_RELEVANCE2RELQ=...>`` elements with ``<RelCText>``, in thread
+(chronological) order. The label is ``Good``, ``PotentiallyUseful`` or ``Bad``; as in the official
+scorer, only ``Good`` is relevant.
+
+Protocol of the BERTSel paper (Li et al., 2019): re-rank the comments of each related question;
+train on the 2016 training data (with the 2015 data re-annotated for subtask A), develop on the
+2016 dev set, test on the 2016 or the 2017 test set; all negatives; MAP and MRR.
+
+Canonical form: qid ``RELQ_ID`` → subject and body joined by a space; pid ``RELC_ID`` → comment
+text (whitespace collapsed); qrels Good 1, PotentiallyUseful and Bad 0; pool in thread order (the
+chronological baseline of the task); split train / dev / test in file order.
+
+Options (``protocol.semeval2016.options`` / ``protocol.semeval2017.options``):
+
+- ``with_2015`` (bool, default true): add the three 2015 files to the training set (false:
+  train on ``train-part1`` and ``train-part2`` only).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from reranklab.data._parsing import iter_xml_elements, squash
+from reranklab.data.base import Dataset, Prepared, Protocol, RawFile
+from reranklab.data.registry import register_dataset
+from reranklab.errors import ConfigError, DownloadError, FormatError
+from reranklab.io import Qrels, Run
+
+TRAINDEV_URL = "http://alt.qcri.org/semeval2016/task3/data/uploads/semeval2016-task3-cqa-ql-traindev-v3.2.zip"
+TEST_URLS = {
+    2016: "http://alt.qcri.org/semeval2016/task3/data/uploads/semeval2016_task3_test.zip",
+    2017: "http://alt.qcri.org/semeval2017/task3/data/uploads/semeval2017_task3_test.zip",
+}
+TRAIN_2016 = tuple(f"SemEval2016-Task3-CQA-QL-train-part{n}-subtaskA.xml" for n in (1, 2))
+TRAIN_2015 = tuple(
+    f"SemEval2015-Task3-CQA-QL-{part}-reformatted-excluding-2016-questions-cleansed.xml"
+    for part in ("train", "dev", "test")
+)
+DEV = "SemEval2016-Task3-CQA-QL-dev-subtaskA.xml"
+TEST = {2016: "SemEval2016-Task3-CQA-QL-test-subtaskA.xml", 2017: "SemEval2017-task3-English-test-subtaskA.xml"}
+LABELS = ("Good", "PotentiallyUseful", "Bad")
+RELEVANT = "Good"
+_STAT_KEYS = {"Good": "good", "PotentiallyUseful": "potentially_useful", "Bad": "bad"}
+DEFAULT_OPTIONS = {"with_2015": True}
+
+
+class Comment(NamedTuple):
+    """One ``<RelComment>``: id, text, label, line of its tag."""
+
+    cid: str
+    text: str
+    label: str
+    line: int
+
+
+class Thread(NamedTuple):
+    """One ``<Thread>``: the related question and its comments in thread order."""
+
+    qid: str
+    question: str
+    line: int
+    comments: tuple[Comment, ...]
+
+
+def _identifier(path: Path, line: int, value: str | None, what: str) -> str:
+    value = (value or "").strip()
+    if not value or any(ch.isspace() for ch in value):
+        raise FormatError(path, line, f"{what} {value!r} is missing, empty or contains spaces")
+    return value
+
+
+def read_threads(path: str | Path) -> Iterator[Thread]:
+    """The threads of a SemEval Task 3 XML file (subtask-A or full format), in file order.
+
+    Raises:
+        FormatError: (path, line) for malformed XML, a thread without ``<RelQuestion>``, a
+            missing ``RELQ_ID`` / ``RELC_ID``, a question with neither subject nor body, or a
+            ``RELC_RELEVANCE2RELQ`` that is not Good / PotentiallyUseful / Bad (``N/A`` or ``?``
+            marks a file without subtask-A gold labels).
+
+    Example:
+        >>> next(read_threads("raw/semeval2016/SemEval2016-Task3-CQA-QL-dev-subtaskA.xml")).qid  # doctest: +SKIP
+        'Q1_R1'
+    """
+    path = Path(path)
+    for thread in iter_xml_elements(path, {"Thread"}):
+        question = thread.find("RelQuestion")
+        if question is None:
+            raise FormatError(path, thread.line, "<Thread> without <RelQuestion>")
+        qid = _identifier(path, question.line, question.attrs.get("RELQ_ID"), "RELQ_ID")
+        parts = [squash(el.text) for tag in ("RelQSubject", "RelQBody") if (el := question.find(tag)) is not None]
+        text = " ".join(part for part in parts if part)
+        if not text:
+            raise FormatError(path, question.line, f"related question {qid} has neither subject nor body text")
+        comments = []
+        for comment in thread.findall("RelComment"):
+            cid = _identifier(path, comment.line, comment.attrs.get("RELC_ID"), "RELC_ID")
+            label = comment.attrs.get("RELC_RELEVANCE2RELQ")
+            if label not in LABELS:
+                raise FormatError(
+                    path, comment.line, f"comment {cid}: RELC_RELEVANCE2RELQ {label!r} is not one of {list(LABELS)} "
+                    "(a test file without gold labels? use the release with subtask-A gold labels)"
+                )
+            body = comment.find("RelCText")
+            comments.append(Comment(cid, squash(body.text) if body is not None else "", label, comment.line))
+        yield Thread(qid, text, thread.line, tuple(comments))
+
+
+def _with_2015(options: dict[str, Any], dataset: str) -> bool:
+    unknown = sorted(set(options) - set(DEFAULT_OPTIONS))
+    if unknown:
+        raise ConfigError(f"protocol.{dataset}.options: unknown option(s) {unknown}; {dataset} takes {sorted(DEFAULT_OPTIONS)}")
+    value = options.get("with_2015", DEFAULT_OPTIONS["with_2015"])
+    if not isinstance(value, bool):
+        raise ConfigError(f"protocol.{dataset}.options.with_2015: expected true or false, got {value!r}")
+    return value
+
+
+class _Builder:
+    """Accumulates threads over the files of the three splits, checking ids are unique."""
+
+    def __init__(self) -> None:
+        self.corpus: dict[str, str] = {}
+        self.queries: dict[str, str] = {}
+        self.qrels: Qrels = {}
+        self.pool: Run = {}
+        self.split: dict[str, list[str]] = {}
+        self.stats: dict[str, dict[str, Any]] = {
+            "files": {},
+            "comments": {},
+            **{key: {} for key in _STAT_KEYS.values()},
+            "questions_with_good": {},
+        }
+        self._origin: dict[str, tuple[Path, int]] = {}
+
+    def add_split(self, split: str, paths: list[Path]) -> None:
+        qids: list[str] = []
+        labels: Counter[str] = Counter()
+        with_good = 0
+        for path in paths:
+            for thread in read_threads(path):
+                self._claim(thread.qid, path, thread.line, "RELQ_ID")
+                qids.append(thread.qid)
+                self.queries[thread.qid] = thread.question
+                with_good += any(c.label == RELEVANT for c in thread.comments)
+                for index, comment in enumerate(thread.comments):
+                    self._claim(comment.cid, path, comment.line, "RELC_ID")
+                    self.corpus[comment.cid] = comment.text
+                    self.qrels.setdefault(thread.qid, {})[comment.cid] = int(comment.label == RELEVANT)
+                    # Decreasing scores keep thread order under the (-score, pid) ranking.
+                    self.pool.setdefault(thread.qid, {})[comment.cid] = float(len(thread.comments) - index)
+                    labels[comment.label] += 1
+        self.split[split] = qids
+        self.stats["files"][split] = [path.name for path in paths]
+        self.stats["comments"][split] = sum(labels.values())
+        for label, key in _STAT_KEYS.items():
+            self.stats[key][split] = labels[label]
+        self.stats["questions_with_good"][split] = with_good
+
+    def _claim(self, ident: str, path: Path, line: int, what: str) -> None:
+        if ident in self._origin:
+            where, first = self._origin[ident]
+            raise FormatError(path, line, f"{what} {ident} is repeated (first at {where}:{first})")
+        self._origin[ident] = (path, line)
+
+    def prepared(self, with_2015: bool) -> Prepared:
+        extra: dict[str, Any] = {**self.stats, "with_2015": with_2015}
+        return Prepared(corpus=self.corpus, queries=self.queries, qrels=self.qrels, split=self.split, pool=self.pool, extra_stats=extra)
+
+
+def _raw_file(name: str, url: str, folder: str) -> RawFile:
+    return RawFile(name=name, url=url, member=f"{folder}/{name}")
+
+
+_TRAINDEV_FILES = (
+    *(_raw_file(name, TRAINDEV_URL, "v3.2/train") for name in TRAIN_2016),
+    *(_raw_file(name, TRAINDEV_URL, "v3.2/train-more-for-subtaskA-from-2015") for name in TRAIN_2015),
+    _raw_file(DEV, TRAINDEV_URL, "v3.2/dev"),
+)
+_LICENCE = (
+    "Free for general research use (SemEval Task 3 CQA-QL corpus, Qatar Living forum data); "
+    "cite the task paper"
+)
+
+
+class _SemEvalTask3(Dataset):
+    """Subtask A of one SemEval edition: the shared 2016 training data, the edition's test set."""
+
+    year: int
+
+    def parse(self, raw_dir: Path, options: dict[str, Any]) -> Prepared:
+        """Parse the train, dev and test XML files from ``raw_dir``.
+
+        Args:
+            raw_dir: folder with the raw files.
+            options: ``with_2015`` (see the module docstring).
+
+        Raises:
+            FormatError: malformed input (see :func:`read_threads`) or a RELQ_ID / RELC_ID used
+                twice across the files.
+
+        Example:
+            >>> SemEval2016().parse(Path("raw/semeval2016"), {"with_2015": True}).stats()["split"]["test"]  # doctest: +SKIP
+            327
+        """
+        with_2015 = _with_2015(options, self.name)
+        names = {
+            "train": [*TRAIN_2016, *(TRAIN_2015 if with_2015 else ())],
+            "dev": [DEV],
+            "test": [TEST[self.year]],
+        }
+        builder = _Builder()
+        for split, files in names.items():
+            paths = [Path(raw_dir) / name for name in files]
+            for path in paths:
+                if not path.is_file():
+                    raise DownloadError(f"{path}: missing; run the download step for {self.name} first")
+            builder.add_split(split, paths)
+        return builder.prepared(with_2015)
+
+
+def _protocol() -> Protocol:
+    return Protocol(
+        first_stage="pool",
+        depth=None,
+        inject_relevant=False,
+        split="predefined",
+        negatives_per_positive="all",
+        relevance_threshold=1,
+        metrics=("MAP", "MRR"),
+        options=dict(DEFAULT_OPTIONS),
+    )
+
+
+@register_dataset
+class SemEval2016(_SemEvalTask3):
+    """SemEval-2016 Task 3 subtask A (test: the 2016 test set)."""
+
+    year = 2016
+    name = "semeval2016"
+    title = "SemEval-2016 Task 3 subtask A: rank the comments of Qatar Living threads"
+    source = f"SemEval-2016 Task 3 (Nakov et al., 2016), {TRAINDEV_URL} and {TEST_URLS[2016]}"
+    licence = _LICENCE
+    citation = (
+        "Preslav Nakov, Lluís Màrquez, Alessandro Moschitti, Walid Magdy, Hamdy Mubarak, Abed Alhakim "
+        "Freihat, Jim Glass and Bilal Randeree. 2016. SemEval-2016 Task 3: Community Question "
+        "Answering. In Proceedings of SemEval-2016, pages 525-545."
+    )
+    files = (*_TRAINDEV_FILES, _raw_file(TEST[2016], TEST_URLS[2016], "SemEval2016_task3_test/English"))
+    counts = {"split": {"dev": 244, "test": 327}, "comments": {"dev": 2_440, "test": 3_270}}
+    protocol = _protocol()
+
+
+@register_dataset
+class SemEval2017(_SemEvalTask3):
+    """SemEval-2017 Task 3 subtask A (same training data, test: the 2017 test set)."""
+
+    year = 2017
+    name = "semeval2017"
+    title = "SemEval-2017 Task 3 subtask A: rank the comments of Qatar Living threads"
+    source = f"SemEval-2017 Task 3 (Nakov et al., 2017), {TRAINDEV_URL} and {TEST_URLS[2017]}"
+    licence = _LICENCE
+    citation = (
+        "Preslav Nakov, Doris Hoogeveen, Lluís Màrquez, Alessandro Moschitti, Hamdy Mubarak, Timothy "
+        "Baldwin and Karin Verspoor. 2017. SemEval-2017 Task 3: Community Question Answering. In "
+        "Proceedings of SemEval-2017, pages 27-48."
+    )
+    files = (*_TRAINDEV_FILES, _raw_file(TEST[2017], TEST_URLS[2017], "SemEval2017_task3_test/English"))
+    counts = {"split": {"dev": 244, "test": 293}, "comments": {"dev": 2_440, "test": 2_930}}
+    protocol = _protocol()

@@ -1,0 +1,403 @@
+"""TREC Complex Answer Retrieval (Dietz et al. 2017), v1.5, as monoBERT re-ranks it.
+
+A query is a Wikipedia article title with the heading path of one of its sections; the
+relevant passages are the paragraphs that appeared under that heading (automatic judgements).
+monoBERT (Nogueira and Cho 2019) re-ranks the BM25 top-1000 over the ~30 M paragraphs of the
+de-duplicated paragraph corpus, trains on folds 0-3 of the ``train`` release and tests on the
+automatic judgements of the TREC 2017 (Y1) benchmark, reporting MAP.
+
+Raw files (``trec-car.cs.unh.edu/datareleases/v1.5/``, published MD5s from ir_datasets):
+
+- ``paragraphcorpus.cbor`` (in ``paragraphcorpus-v1.5.tar.xz``): the paragraphs, a sequence of
+  CBOR items ``[0, paragraph id (bytes), [body, ...]]`` where a body is ``[0, text]`` or
+  ``[1, [_, page, [section?], target id, anchor text]]``; a paragraph's text is its bodies'
+  text and anchor texts joined (``trec-car-tools``' ``get_text``). A ``CAR`` header followed
+  by an indefinite list (the v2.0 layout) is accepted too;
+- ``train.fold{0..3}.cbor.hierarchical.qrels`` (in ``train-v1.5.tar.xz``) and
+  ``automatic.benchmarkY1test.cbor.hierarchical.qrels`` (in ``trec-car-2017-qrels.tar.gz``):
+  TREC qrels whose query ids are ``enwiki:<Title>/<Heading>/...`` (URL-encoded).
+
+No CBOR package is needed: :class:`CborReader` decodes the CBOR subset (RFC 8949) the files use.
+
+Canonical form: corpus streamed to Parquet (see :class:`~reranklab.data.msmarco.StreamingCorpusDataset`);
+query text = title and headings decoded from the query id, joined by spaces (what monoBERT
+feeds BERT); qrels grade 1; split = a seeded sample of ``train_queries`` (option) judged queries
+of the train folds (``train_folds``) / all Y1 test queries; pool = none (BM25 first stage).
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import IO, Any
+from urllib.parse import unquote
+
+from reranklab.data.base import Prepared, Protocol, RawFile
+from reranklab.data.msmarco import (
+    CorpusRecord,
+    StreamingCorpusDataset,
+    check_options,
+    open_binary,
+    positive_int_or_all,
+    read_trec_qrels,
+    require_files,
+    sample_ids,
+)
+from reranklab.data.registry import register_dataset
+from reranklab.errors import ConfigError, FormatError
+from reranklab.io import Qrels
+
+RELEASE = "http://trec-car.cs.unh.edu/datareleases/v1.5/"
+PARAGRAPHS = "paragraphcorpus.cbor"
+TEST_QRELS = "automatic.benchmarkY1test.cbor.hierarchical.qrels"
+FOLDS = (0, 1, 2, 3, 4)
+
+
+def fold_qrels(fold: int) -> str:
+    """Raw file name of the judgements of one train fold.
+
+    Example:
+        >>> fold_qrels(0)
+        'train.fold0.cbor.hierarchical.qrels'
+    """
+    return f"train.fold{fold}.cbor.hierarchical.qrels"
+
+
+# -- CBOR --------------------------------------------------------------------------------------
+
+BREAK = object()  # the "break" stop code that ends an indefinite-length item
+
+
+class CborReader:
+    """Decode CBOR items (RFC 8949) one at a time from a binary stream.
+
+    Supports what TREC-CAR files contain: unsigned and negative integers, byte and text strings
+    (definite and indefinite length), arrays and maps (both kinds), tags (skipped: the tagged
+    item is returned), simple values and floats.
+
+    Example:
+        >>> import io
+        >>> CborReader(io.BytesIO(bytes.fromhex("83019f0203ff63616263"))).item()
+        [1, [2, 3], 'abc']
+    """
+
+    def __init__(self, stream: IO[bytes]) -> None:
+        self.stream = stream
+        self.offset = 0  # bytes consumed so far
+
+    def _read(self, n: int) -> bytes:
+        data = self.stream.read(n)
+        if len(data) != n:
+            raise EOFError(f"CBOR data cut short at byte {self.offset + len(data)}")
+        self.offset += n
+        return data
+
+    def _byte(self) -> int:
+        return self._read(1)[0]
+
+    def at_end(self) -> bool:
+        """True when the stream has no more bytes (checked without consuming any)."""
+        peek = getattr(self.stream, "peek", None)
+        if peek is not None:
+            return not peek(1)
+        position = self.stream.tell()
+        ended = not self.stream.read(1)
+        self.stream.seek(position)
+        return ended
+
+    def item(self, allow_break: bool = False) -> Any:
+        """The next item; :data:`BREAK` only where ``allow_break`` (inside indefinite items).
+
+        Raises:
+            EOFError: the stream ends inside an item (or before one).
+            ValueError: bytes that are not well-formed CBOR.
+        """
+        start = self.offset
+        initial = self._byte()
+        major, info = initial >> 5, initial & 0x1F
+        if major == 7:
+            return self._simple(info, allow_break, start)
+        if info == 31:
+            return self._indefinite(major, start)
+        arg = self._argument(info, start)
+        if major == 0:
+            return arg
+        if major == 1:
+            return -1 - arg
+        if major == 2:
+            return self._read(arg)
+        if major == 3:
+            return self._text(self._read(arg), start)
+        if major == 4:
+            return [self.item() for _ in range(arg)]
+        if major == 5:
+            return {self._key(): self.item() for _ in range(arg)}
+        return self.item()  # major 6: a tag; the tagged item is what matters here
+
+    def _argument(self, info: int, start: int) -> int:
+        if info < 24:
+            return info
+        if info in (24, 25, 26, 27):
+            return int.from_bytes(self._read(1 << (info - 24)), "big")
+        raise ValueError(f"reserved additional information {info} at byte {start}")
+
+    def _indefinite(self, major: int, start: int) -> Any:
+        if major in (2, 3):
+            chunks = []
+            while (chunk := self.item(allow_break=True)) is not BREAK:
+                if not isinstance(chunk, (bytes, str)) or isinstance(chunk, str) != (major == 3):
+                    raise ValueError(f"indefinite string at byte {start} has a chunk of another type")
+                chunks.append(chunk)
+            return "".join(chunks) if major == 3 else b"".join(chunks)
+        if major == 4:
+            items = []
+            while (value := self.item(allow_break=True)) is not BREAK:
+                items.append(value)
+            return items
+        if major == 5:
+            mapping = {}
+            while (key := self.item(allow_break=True)) is not BREAK:
+                mapping[_hashable(key)] = self.item()
+            return mapping
+        raise ValueError(f"major type {major} cannot have indefinite length (byte {start})")
+
+    def _key(self) -> Any:
+        return _hashable(self.item())
+
+    def _simple(self, info: int, allow_break: bool, start: int) -> Any:
+        if info == 31:
+            if not allow_break:
+                raise ValueError(f"unexpected break code at byte {start}")
+            return BREAK
+        if info < 20:
+            return info
+        if info in (20, 21):
+            return info == 21
+        if info in (22, 23):
+            return None
+        if info == 24:
+            return self._byte()
+        if info == 25:
+            return struct.unpack(">e", self._read(2))[0]
+        if info == 26:
+            return struct.unpack(">f", self._read(4))[0]
+        if info == 27:
+            return struct.unpack(">d", self._read(8))[0]
+        raise ValueError(f"reserved simple value {info} at byte {start}")
+
+    @staticmethod
+    def _text(data: bytes, start: int) -> str:
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise ValueError(f"text string at byte {start} is not valid UTF-8") from None
+
+
+def _hashable(key: Any) -> Any:
+    return tuple(key) if isinstance(key, list) else key
+
+
+def cbor_records(stream: IO[bytes]) -> Iterator[tuple[int, Any]]:
+    """``(byte offset, item)`` of a TREC-CAR CBOR file: a plain sequence of items, or a
+    ``["CAR", ...]`` header followed by one indefinite-length array of items (v2.0).
+
+    Raises:
+        ValueError, EOFError: malformed or truncated CBOR.
+
+    Example:
+        >>> import io
+        >>> list(cbor_records(io.BytesIO(bytes.fromhex("0102"))))
+        [(0, 1), (1, 2)]
+    """
+    reader = CborReader(stream)
+    if reader.at_end():
+        return
+    offset = reader.offset
+    first = reader.item()
+    if isinstance(first, list) and first and first[0] == "CAR":
+        opener = reader._read(1)
+        if opener != b"\x9f":
+            raise ValueError(f"after the CAR header expected an indefinite array (0x9f), got {opener.hex()}")
+        while True:
+            offset = reader.offset
+            item = reader.item(allow_break=True)
+            if item is BREAK:
+                return
+            yield offset, item
+    yield offset, first
+    while not reader.at_end():
+        offset = reader.offset
+        yield offset, reader.item()
+
+
+def paragraph(item: Any) -> tuple[str, str]:
+    """``(paragraph id, text)`` of a decoded paragraph item.
+
+    Raises:
+        ValueError: the item is not a paragraph.
+
+    Example:
+        >>> paragraph([0, b"p1", [[0, "Hello "], [1, [0, "World", [], b"enwiki:World", "world"]]]])
+        ('p1', 'Hello world')
+    """
+    if not (isinstance(item, list) and len(item) == 3 and item[0] == 0 and isinstance(item[2], list)):
+        raise ValueError("not a paragraph [0, id, bodies]")
+    pid = item[1].decode("ascii") if isinstance(item[1], bytes) else item[1]
+    if not isinstance(pid, str) or not pid or any(ch.isspace() for ch in pid):
+        raise ValueError(f"paragraph id {item[1]!r} is empty or not an ASCII word")
+    parts = []
+    for body in item[2]:
+        if isinstance(body, list) and len(body) == 2 and body[0] == 0 and isinstance(body[1], str):
+            parts.append(body[1])
+        elif isinstance(body, list) and len(body) == 2 and body[0] == 1 and isinstance(body[1], list) and len(body[1]) >= 5 and isinstance(body[1][4], str):
+            parts.append(body[1][4])  # a link: its anchor text is what the reader sees
+        else:
+            raise ValueError(f"paragraph {pid}: body {body!r:.80} is neither text [0, str] nor a link [1, [...]]")
+    return pid, "".join(parts)
+
+
+def paragraph_records(path: str | Path, progress: Callable[[int], None] | None = None) -> Iterator[CorpusRecord]:
+    """``(record number, paragraph id, text)`` of a TREC-CAR paragraph file, streamed.
+
+    Args:
+        path: the CBOR file (plain or gzip).
+        progress: called with the number of bytes read since the last call.
+
+    Raises:
+        FormatError: malformed CBOR or a record that is not a paragraph (with record number and byte).
+
+    Example:
+        >>> next(paragraph_records("tests/fixtures/trec_car/paragraphcorpus.cbor"))
+        (1, '3f1c0e9a2b', 'Goldfish kept in ponds grow larger than those in bowls.')
+    """
+    number = 0
+    reported = 0
+    with open_binary(path) as handle:
+        try:
+            for number, (offset, item) in enumerate(cbor_records(handle), start=1):
+                if progress is not None and offset - reported >= 1 << 22:
+                    progress(offset - reported)
+                    reported = offset
+                try:
+                    pid, text = paragraph(item)
+                except ValueError as exc:
+                    raise FormatError(path, None, f"record {number} (byte {offset}): {exc}") from None
+                yield number, pid, text
+        except (ValueError, EOFError) as exc:
+            # Decoding errors carry their own byte position.
+            raise FormatError(path, None, f"record {number + 1}: {exc}") from None
+
+
+# -- dataset -----------------------------------------------------------------------------------
+
+
+def query_text(qid: str) -> str:
+    """The query of a hierarchical TREC-CAR query id: title and headings, URL-decoded.
+
+    Example:
+        >>> query_text("enwiki:Aftertaste/Aftertaste%20processing%20in%20the%20cerebral%20cortex")
+        'Aftertaste Aftertaste processing in the cerebral cortex'
+    """
+    path = qid.removeprefix("enwiki:")
+    return " ".join(unquote(part) for part in path.split("/") if part)
+
+
+def _check_qids(path: Path, qrels: Qrels) -> None:
+    for qid in qrels:
+        if not qid.startswith("enwiki:") or not query_text(qid).strip():
+            raise FormatError(path, None, f"query id {qid!r} is not a hierarchical 'enwiki:<Title>/<Heading>' id")
+
+
+@register_dataset
+class TrecCar(StreamingCorpusDataset):
+    """TREC-CAR v1.5: train folds 0-3 (sampled), test = Y1 automatic judgements, BM25 top-1000."""
+
+    name = "trec-car"
+    title = "TREC Complex Answer Retrieval v1.5: Wikipedia section queries, ~30 M paragraphs"
+    source = "TREC CAR (Dietz et al. 2017), " + RELEASE
+    licence = "CC BY-SA 3.0 (derived from Wikipedia); TREC CAR terms at trec-car.cs.unh.edu"
+    citation = (
+        "Laura Dietz, Manisha Verma, Filip Radlinski and Nick Craswell. 2017. TREC Complex Answer "
+        "Retrieval Overview. In Proceedings of TREC 2017."
+    )
+    corpus_file = PARAGRAPHS
+    files = (
+        RawFile(
+            name=PARAGRAPHS,
+            url=RELEASE + "paragraphcorpus-v1.5.tar.xz",
+            member="paragraphcorpus/paragraphcorpus.cbor",
+            archive_size=5_114_258_812,
+            archive_md5="4d006dd67cbc11541ed7f87b875cb990",
+        ),
+        *(
+            RawFile(
+                name=fold_qrels(fold),
+                url=RELEASE + "train-v1.5.tar.xz",
+                member=f"train/{fold_qrels(fold)}",
+                archive_size=2_591_721_692,
+                archive_md5="70eb3cf1d9358614f9d96dcd2565dc2b",
+            )
+            for fold in (0, 1, 2, 3)
+        ),
+        RawFile(
+            name=TEST_QRELS,
+            url=RELEASE + "trec-car-2017-qrels.tar.gz",
+            member=f"TREC_CAR_2017_qrels/{TEST_QRELS}",
+            archive_size=4_334_569,
+            archive_md5="1ab7cf01c341757af1bb3db2aedd020f",
+        ),
+    )
+    counts = {"passages": 29_678_367, "test_judgements": 5_820}
+    protocol = Protocol(
+        first_stage="bm25",
+        depth=1000,
+        inject_relevant=False,
+        split="predefined",
+        negatives_per_positive=1,
+        relevance_threshold=1,
+        metrics=("MAP",),
+        options={"train_folds": [0, 1, 2, 3], "train_queries": 20_000, "train_seed": 42},
+    )
+
+    def corpus_records(self, path: Path, progress: Callable[[int], None] | None = None) -> Iterator[CorpusRecord]:
+        return paragraph_records(path, progress)
+
+    def parse_topics(self, raw_dir: Path, options: dict[str, Any]) -> Prepared:
+        """Sampled train-fold queries and all Y1 test queries, with their automatic judgements.
+
+        Options:
+            train_folds: which train folds to draw training queries from (0-4; 4 is monoBERT's validation fold).
+            train_queries: judged train queries to sample, or ``"all"``.
+            train_seed: seed of that sample.
+        """
+        check_options(self.name, options, ("train_folds", "train_queries", "train_seed"))
+        folds = options.get("train_folds", [0, 1, 2, 3])
+        if not isinstance(folds, list) or not folds or not all(f in FOLDS and not isinstance(f, bool) for f in folds):
+            raise ConfigError(f"protocol.{self.name}.options.train_folds: expected a non-empty list of folds 0-4, got {folds!r}")
+        require_files(raw_dir, [fold_qrels(f) for f in folds] + [TEST_QRELS, PARAGRAPHS], self.name)
+        n = positive_int_or_all(options, "train_queries", self.name)
+        train: Qrels = {}
+        for fold in folds:
+            path = raw_dir / fold_qrels(fold)
+            judged = read_trec_qrels(path, grades=(1,)).qrels
+            _check_qids(path, judged)
+            for qid, passages in judged.items():
+                # A heading can recur across folds only if the release is broken; merge, never drop.
+                train.setdefault(qid, {}).update(passages)
+        chosen = sample_ids(list(train), n, int(options.get("train_seed", 42)))
+        train_qids = [qid for qid in train if qid in chosen]
+        test = read_trec_qrels(raw_dir / TEST_QRELS, grades=(1,)).qrels
+        _check_qids(raw_dir / TEST_QRELS, test)
+        overlap = sorted(set(train_qids) & test.keys())
+        if overlap:
+            raise FormatError(raw_dir / TEST_QRELS, None, f"test queries {overlap[:3]} are also train queries")
+        queries = {qid: query_text(qid) for qid in [*train_qids, *test]}
+        return Prepared(
+            corpus={},
+            queries=queries,
+            qrels={**{qid: train[qid] for qid in train_qids}, **test},
+            split={"train": train_qids, "dev": [], "test": list(test)},
+            pool=None,
+            extra_stats={"judged_train_queries": len(train), "train_folds": list(folds)},
+        )

@@ -1,0 +1,146 @@
+"""TREC Deep Learning 2019, passage task (Craswell et al. 2020): MS MARCO with deep judgements.
+
+The BERT-DMN protocol: train on MS MARCO (a seeded sample of judged train queries, as for
+``msmarco-passage``), re-rank the BM25 top-1000 over the MS MARCO collection for the 43 judged
+test queries, report nDCG@10, MAP and MRR. Judgements are graded 0-3; for the binary measures
+the track counts grades 2 and 3 as relevant (``relevance_threshold: 2``, as ``trec_eval -l 2``).
+
+MS MARCO's train judgements are binary (1 = the passage answers the query). So that training
+sees them as positives under the test threshold, they are written with grade ``train_grade``
+(option, default 2: "highly relevant" on the track's scale); the test judgements are kept as
+they are. ``qrels.txt`` therefore mixes the two scales, one per split.
+
+Raw files: the MS MARCO ``collection.tsv``, ``queries.train.tsv`` and ``qrels.train.tsv``
+(see :mod:`reranklab.data.msmarco`), and
+
+- ``topics.dl19-passage.txt``: ``qid<TAB>query`` for the 43 judged queries (Anserini's file;
+  the track's ``msmarco-test2019-queries.tsv`` has all 200 candidates);
+- ``qrels.dl19-passage.txt``: the official ``2019qrels-pass.txt`` (``qid Q0 pid grade``).
+
+Counts on the released files: 43 queries, 9,260 judgements of 9,139 distinct passages, grades
+0/1/2/3 = 5,158 / 1,601 / 1,804 / 697; every query has a passage of grade 2 or more.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from reranklab.data.base import Prepared, Protocol, RawFile
+from reranklab.data.msmarco import (
+    COLLECTION,
+    MSMARCO_CITATION,
+    MSMARCO_LICENCE,
+    TRAIN_QRELS,
+    TRAIN_QUERIES,
+    StreamingCorpusDataset,
+    check_options,
+    msmarco_file,
+    positive_int_or_all,
+    read_id_texts,
+    read_train_sample,
+    read_trec_qrels,
+    require_files,
+)
+from reranklab.data.registry import register_dataset
+from reranklab.errors import ConfigError, FormatError
+
+TOPICS = "topics.dl19-passage.txt"
+QRELS = "qrels.dl19-passage.txt"
+GRADES = (0, 1, 2, 3)
+
+
+def read_test_topics(raw_dir: Path) -> tuple[dict[str, str], dict[str, dict[str, int]], dict[str, int]]:
+    """The DL-19 topics and qrels, checked against each other.
+
+    Returns:
+        ``(queries, qrels, judgements by grade)``.
+
+    Raises:
+        FormatError: malformed files, a judged query without a topic or a topic without judgements.
+
+    Example:
+        >>> queries, qrels, _ = read_test_topics(Path("raw/trec-dl-2019"))  # doctest: +SKIP
+        >>> len(queries), sum(len(j) for j in qrels.values())  # doctest: +SKIP
+        (43, 9260)
+    """
+    queries = read_id_texts(raw_dir / TOPICS, "query")
+    judged = read_trec_qrels(raw_dir / QRELS, grades=GRADES)
+    unknown = sorted(judged.qrels.keys() - queries.keys())
+    if unknown:
+        raise FormatError(raw_dir / QRELS, None, f"judged queries {unknown[:3]} are not in {TOPICS}")
+    unjudged = [qid for qid in queries if qid not in judged.qrels]
+    if unjudged:
+        raise FormatError(raw_dir / TOPICS, None, f"topics {unjudged[:3]} have no judgements in {QRELS}")
+    return queries, judged.qrels, {str(g): judged.grades.get(g, 0) for g in GRADES}
+
+
+@register_dataset
+class TrecDL2019(StreamingCorpusDataset):
+    """TREC DL 2019 passage: train on MS MARCO, test on the 43 judged queries."""
+
+    name = "trec-dl-2019"
+    mirror_dir = "trec_dl_2019"
+    title = "TREC Deep Learning 2019 passage ranking: 43 deeply judged queries over MS MARCO"
+    source = "NIST TREC 2019 Deep Learning track (Craswell et al. 2020), trec.nist.gov/data/deep2019.html"
+    licence = MSMARCO_LICENCE + "; TREC judgements: public research use"
+    citation = (
+        "Nick Craswell, Bhaskar Mitra, Emine Yilmaz, Daniel Campos and Ellen M. Voorhees. 2020. "
+        "Overview of the TREC 2019 Deep Learning Track. arXiv:2003.07820. " + MSMARCO_CITATION
+    )
+    corpus_file = COLLECTION
+    files = (
+        *(msmarco_file(name) for name in (COLLECTION, TRAIN_QUERIES, TRAIN_QRELS)),
+        RawFile(
+            name=TOPICS,
+            url="https://raw.githubusercontent.com/castorini/anserini-tools/master/topics-and-qrels/topics.dl19-passage.txt",
+            size=1_764,
+            sha256="518992da259fb61f64e4790791df91a7b42ea5773f374aed59220ebb51d58d90",
+        ),
+        RawFile(
+            name=QRELS,
+            url="https://trec.nist.gov/data/deep/2019qrels-pass.txt",
+            size=187_092,
+            sha256="8a1f10d550732e4cd91d7fc49846a3784de4040972f583e69285a88f3c5fee92",
+        ),
+    )
+    counts = {"passages": 8_841_823, "train_queries": 502_939, "test_queries": 43, "test_judgements": 9_260}
+    protocol = Protocol(
+        first_stage="bm25",
+        depth=1000,
+        inject_relevant=False,
+        split="predefined",
+        negatives_per_positive=1,
+        relevance_threshold=2,
+        metrics=("nDCG@10", "MAP", "MRR"),
+        options={"train_queries": 20_000, "train_seed": 42, "train_grade": 2},
+    )
+
+    def parse_topics(self, raw_dir: Path, options: dict[str, Any]) -> Prepared:
+        """MS MARCO train sample (grades mapped to ``train_grade``) plus the DL-19 test topics.
+
+        Options:
+            train_queries: judged MS MARCO train queries to sample, or ``"all"``.
+            train_seed: seed of that sample.
+            train_grade: grade given to MS MARCO train judgements (>= 1).
+        """
+        check_options(self.name, options, ("train_queries", "train_seed", "train_grade"))
+        require_files(raw_dir, [f.name for f in self.files], self.name)
+        grade = options.get("train_grade", 2)
+        if isinstance(grade, bool) or not isinstance(grade, int) or grade < 1:
+            raise ConfigError(f"protocol.{self.name}.options.train_grade: expected an integer >= 1, got {grade!r}")
+        n = positive_int_or_all(options, "train_queries", self.name)
+        train_queries, train_qrels, available = read_train_sample(raw_dir, n, int(options.get("train_seed", 42)), self.name)
+        test_queries, test_qrels, by_grade = read_test_topics(raw_dir)
+        overlap = sorted(train_queries.keys() & test_queries.keys())
+        if overlap:
+            raise FormatError(raw_dir / TOPICS, None, f"test queries {overlap[:3]} are also MS MARCO train queries")
+        train_qrels = {qid: dict.fromkeys(judged, grade) for qid, judged in train_qrels.items()}
+        return Prepared(
+            corpus={},
+            queries={**train_queries, **test_queries},
+            qrels={**train_qrels, **test_qrels},
+            split={"train": list(train_queries), "dev": [], "test": list(test_queries)},
+            pool=None,
+            extra_stats={"judged_train_queries": available, "test_judgements_by_grade": by_grade},
+        )
