@@ -19,11 +19,25 @@ include: "workflow/rules/prepare.smk"
 include: "workflow/rules/first_stage.smk"
 include: "workflow/rules/split.smk"
 include: "workflow/rules/sample.smk"
+include: "workflow/rules/encode.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/rerank.smk"
 include: "workflow/rules/evaluate.smk"
 include: "workflow/rules/aggregate.smk"
+include: "workflow/rules/seeds.smk"
 include: "workflow/rules/report.smk"
+
+
+# Under a cluster executor (workflow/profiles/slurm) these light jobs run on the submitting host:
+# downloads need the internet, which compute nodes often lack; the others take seconds
+# (rules/seeds.smk adds its two).
+localrules:
+    download,
+    baseline,
+    evaluate,
+    aggregate,
+    track,
+    summarize,
 
 
 rule all:

@@ -54,21 +54,11 @@ def cmd_prepare(args: argparse.Namespace) -> None:
 
 
 def cmd_datasets(args: argparse.Namespace) -> None:
-    from reranklab.data import dataset_names, get_dataset
+    from reranklab.data.download import resolve_mirror
+    from reranklab.data.listing import format_listing, list_datasets
 
-    for name in dataset_names():
-        ds = get_dataset(name)
-        p = ds.protocol
-        print(f"{name:16s} {ds.title}")
-        print(f"{'':16s} source: {ds.source}; licence: {ds.licence}")
-        print(
-            f"{'':16s} protocol: first stage {p.first_stage}"
-            + (f" top-{p.depth}" if p.depth else "")
-            + (", inject relevant" if p.inject_relevant else "")
-            + f"; split {p.split}" + (f" ({p.folds} folds)" if p.split == "cv" else "")
-            + f"; negatives/positive {p.negatives_per_positive}; relevant grade >= {p.relevance_threshold}"
-            + f"; metrics {', '.join(p.metrics)}"
-        )
+    listings = list_datasets(args.results_dir, resolve_mirror(args.mirror))
+    print(json.dumps([item.as_dict() for item in listings], indent=2) if args.json else format_listing(listings))
 
 
 # -- first stage, splits, sampling -------------------------------------------------------------
@@ -142,31 +132,87 @@ def cmd_sample(args: argparse.Namespace) -> None:
 
 
 def cmd_train(args: argparse.Namespace) -> None:
+    from reranklab.gpu import gpu_binding
+    from reranklab.training import distributed
+
+    training = args.params["training"]
+    device = str(training.get("device", "auto"))
+    if distributed.is_worker():  # one rank of a DDP job: its launcher bound the GPUs
+        distributed.init_worker(device)
+        try:
+            _train(args, writer=distributed.is_main_process())
+        finally:
+            distributed.shutdown()
+        return
+    ddp = distributed.wants_ddp(training)
+    with gpu_binding(device, int(training.get("gpus") or 1) if ddp else 1):
+        if ddp:
+            distributed.launch(args.argv, int(training["gpus"]))
+        else:
+            _train(args)
+
+
+def _train(args: argparse.Namespace, writer: bool = True) -> None:
     from reranklab.io import read_corpus, read_queries
+    from reranklab.training.checkpoint import checkpointer_for
     from reranklab.training.trainer import train_model
 
-    stats = train_model(
-        args.params, Path(args.examples), read_queries(args.queries), read_corpus(args.corpus), Path(args.out_dir), threads=args.threads
+    checkpointer = checkpointer_for(
+        args.params, args.checkpoint_dir, [args.examples, args.queries, args.corpus], writer=writer,
+        every=args.checkpoint_every, keep=args.keep_checkpoints, delete_when_done=args.delete_checkpoints,
     )
-    log.info("trained: %s", json.dumps(stats, sort_keys=True, default=str))
+    stats = train_model(
+        args.params, Path(args.examples), read_queries(args.queries), read_corpus(args.corpus), Path(args.out_dir), threads=args.threads,
+        checkpointer=checkpointer, progress=writer, frozen_features=_frozen_features(args),
+    )
+    if writer:
+        log.info("trained: %s", json.dumps(stats, sort_keys=True, default=str))
+
+
+def _frozen_features(args: argparse.Namespace) -> Path | None:
+    # The rules pass `--frozen-features {input.cache}`, which is empty for variants without a cache.
+    paths = getattr(args, "frozen_features", None) or []
+    if len(paths) > 1:
+        raise ReranklabError(f"--frozen-features takes one directory, got {len(paths)}")
+    return Path(paths[0]) if paths else None
+
+
+def cmd_encode(args: argparse.Namespace) -> None:
+    from reranklab.gpu import gpu_binding
+    from reranklab.io import read_corpus, read_folds, read_queries, read_run
+    from reranklab.training.encode import encode_fold
+
+    training = args.params["training"]
+    with gpu_binding(str(training.get("device", "auto"))):
+        meta = encode_fold(
+            args.params, Path(args.examples), read_run(args.candidates), read_folds(args.folds).fold(args.fold).test,
+            read_queries(args.queries), read_corpus(args.corpus), Path(args.out_dir), threads=args.threads,
+        )
+    log.info("encoded: %s", json.dumps(meta, sort_keys=True, default=str))
 
 
 def cmd_rerank(args: argparse.Namespace) -> None:
+    from reranklab.gpu import gpu_binding
     from reranklab.io import read_corpus, read_folds, read_queries, read_run, write_run
     from reranklab.training.inference import rerank
 
     training = args.params["training"]
     qids = read_folds(args.folds).fold(args.fold).test
-    run = rerank(
-        Path(args.model_dir),
-        read_run(args.candidates),
-        qids,
-        read_queries(args.queries),
-        read_corpus(args.corpus),
-        batch_size=int(training["eval_batch_size"]),
-        device=training["device"],
-        threads=args.threads,
-    )
+    with gpu_binding(str(training["device"])):
+        run = rerank(
+            Path(args.model_dir),
+            read_run(args.candidates),
+            qids,
+            read_queries(args.queries),
+            read_corpus(args.corpus),
+            batch_size=int(training["eval_batch_size"]),
+            device=training["device"],
+            threads=args.threads,
+            precision=str(training.get("precision") or "auto"),
+            feature_cache=training.get("feature_cache"),
+            dataset=args.params.get("dataset"),
+            frozen_features=_frozen_features(args),
+        )
     write_run(args.out, run, tag=f"{args.params['variant']}-L{args.params['max_length']}")
     log.info("re-ranked %d queries, %d pairs", len(run), sum(len(c) for c in run.values()))
 
@@ -222,6 +268,20 @@ def cmd_track(args: argparse.Namespace) -> None:
     log.info("MLflow: %s", json.dumps(out, sort_keys=True))
 
 
+def cmd_aggregate_seeds(args: argparse.Namespace) -> None:
+    from reranklab.evaluation.seeds import aggregate_seeds
+
+    result = aggregate_seeds([Path(p) for p in args.metrics], args.seeds, Path(args.out))
+    log.info("cell over %d seeds: %s ± %s", result["n_seeds"], json.dumps(result["overall"]), json.dumps(result["seed_std"]))
+
+
+def cmd_track_seeds(args: argparse.Namespace) -> None:
+    from reranklab.tracking.seeds import track_seeds
+
+    out = track_seeds(args.params, [Path(p) for p in args.tracked], Path(args.metrics), args.tracking_uri, args.experiment, Path(args.out))
+    log.info("MLflow: %s", json.dumps(out, sort_keys=True))
+
+
 def cmd_summarize(args: argparse.Namespace) -> None:
     from reranklab.report.summary import summarize
 
@@ -263,6 +323,12 @@ def cmd_make_tiny_bert(args: argparse.Namespace) -> None:
     for path in args.queries or []:
         words += " ".join(read_queries(path).values()).lower().split()
     print(build_tiny_bert(Path(args.out_dir), words))
+
+
+def cmd_bench(args: argparse.Namespace) -> None:
+    from reranklab.bench import command
+
+    command(args)
 
 
 # -- parser ------------------------------------------------------------------------------------
@@ -317,6 +383,18 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("train", cmd_train, "fine-tune a re-ranker variant on one fold")
     for name in ("--examples", "--queries", "--corpus", "--out-dir"):
         p.add_argument(name, required=True)
+    p.add_argument("--checkpoint-dir", default=None, help="checkpoint/resume directory of this job (default: no checkpoints)")
+    p.add_argument("--checkpoint-every", type=int, default=None, help="overrides training.checkpoint_every")
+    p.add_argument("--keep-checkpoints", type=int, default=None, help="overrides training.keep_checkpoints")
+    p.add_argument("--delete-checkpoints", type=int, choices=(0, 1), default=None, help="overrides training.delete_checkpoints")
+    p.add_argument("--threads", type=int, default=0)
+    p.add_argument("--frozen-features", nargs="*", default=None, help="the fold's cache of `reranklab encode` (lite variants; may be empty)")
+    params(p)
+
+    p = add("encode", cmd_encode, "cache a frozen encoder's features of one fold's pairs (lite variants)")
+    for name in ("--examples", "--candidates", "--folds", "--queries", "--corpus", "--out-dir"):
+        p.add_argument(name, required=True)
+    p.add_argument("--fold", type=int, required=True)
     p.add_argument("--threads", type=int, default=0)
     params(p)
 
@@ -325,6 +403,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument(name, required=True)
     p.add_argument("--fold", type=int, required=True)
     p.add_argument("--threads", type=int, default=0)
+    p.add_argument("--frozen-features", nargs="*", default=None, help="the fold's cache of `reranklab encode` (lite variants; may be empty)")
     params(p)
 
     p = add("baseline", cmd_baseline, "the first-stage run of a fold's test queries")
@@ -354,12 +433,26 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument(name, required=True)
     params(p)
 
+    p = add("aggregate-seeds", cmd_aggregate_seeds, "mean and std over the seeds of a cell (the seed axis)")
+    p.add_argument("--metrics", nargs="+", required=True, help="each seed's cell metrics (aggregate output)")
+    p.add_argument("--seeds", nargs="+", type=int, required=True)
+    p.add_argument("--out", required=True)
+
+    p = add("track-seeds", cmd_track_seeds, "log a multi-seed cell to MLflow and nest its seed runs under it")
+    p.add_argument("--tracked", nargs="+", required=True, help="each seed's mlflow.json (track output)")
+    for name in ("--metrics", "--tracking-uri", "--experiment", "--out"):
+        p.add_argument(name, required=True)
+    params(p)
+
     p = add("summarize", cmd_summarize, "the study's summary table (CSV, Markdown, JSON)")
     for name in ("--out-csv", "--out-md", "--out-json"):
         p.add_argument(name, required=True)
     params(p)
 
-    add("datasets", cmd_datasets, "list the registered datasets and their protocols")
+    p = add("datasets", cmd_datasets, "list the registered datasets: provenance, counts, protocol, raw files, size")
+    p.add_argument("--results-dir", default="results", help="the workflow's results folder (default: results)")
+    p.add_argument("--mirror", default=None, help="local mirror folder (env RERANKLAB_MIRROR wins)")
+    p.add_argument("--json", action="store_true", help="print JSON instead of text")
     add("variants", cmd_variants, "list the registered re-ranker variants")
 
     p = add("validate-config", cmd_validate_config, "check params.yaml (+ override files) against the schema")
@@ -372,11 +465,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out-dir", required=True)
     p.add_argument("--corpus", nargs="*")
     p.add_argument("--queries", nargs="*")
+
+    from reranklab.bench import add_arguments as bench_arguments
+
+    p = add("bench", cmd_bench, "engine vs the naive Hugging Face loop on the same data and model: pairs/s, tokens/s, ratio")
+    bench_arguments(p)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
+    args.argv = argv  # a DDP job re-runs its own command line under torchrun
     setup_logging(args.verbose)
     try:
         args.func(args)

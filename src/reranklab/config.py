@@ -5,9 +5,9 @@
 runs. Settings are layered, later wins:
 
 1. the schema's defaults;
-2. the dataset's protocol / the variant's paper settings;
-3. what the user wrote in ``training`` / ``protocol.<dataset>``;
-4. what the user wrote in ``variants.<variant>``.
+2. protocols: the dataset's own protocol, then what the user wrote in ``protocol.<dataset>``;
+3. training: the user's shared ``training`` block, then the variant's paper settings, then
+   what the user wrote in ``variants.<variant>`` (so presets survive a restated shared block).
 """
 
 from __future__ import annotations
@@ -148,12 +148,26 @@ def resolve_protocol(config: Mapping[str, Any], dataset: str) -> dict[str, Any]:
 
 
 def resolve_training(config: Mapping[str, Any], variant: str) -> dict[str, Any]:
-    """Training settings of ``variant``: schema defaults < paper defaults < training < variants.<name>."""
+    """Training settings of ``variant``: schema < ``training`` < the variant's paper settings < ``variants.<name>``.
+
+    The shared ``training`` block sets what every variant uses unless its paper fixes a value
+    (e.g. monobert's learning rate 3e-6 and 10k warm-up steps); a paper setting is changed,
+    per variant, under ``variants.<name>``, which always wins. So params.yaml may restate the
+    shared defaults without undoing any preset.
+
+    Example:
+        >>> resolve_training({"training": {"learning_rate": 1e-5}}, "monobert")["learning_rate"]
+        3e-06
+        >>> resolve_training({"training": {"learning_rate": 1e-5}}, "pointwise")["learning_rate"]
+        1e-05
+        >>> resolve_training({"variants": {"monobert": {"learning_rate": 1e-5}}}, "monobert")["learning_rate"]
+        1e-05
+    """
     from reranklab.models.registry import get_variant
 
     training = schema_defaults()["training"]
-    training.update(get_variant(variant).defaults)
     training.update(config.get("training", {}))
+    training.update(get_variant(variant).defaults)
     training.update(config.get("variants", {}).get(variant, {}))
     return training
 

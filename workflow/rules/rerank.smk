@@ -1,14 +1,15 @@
 rule rerank:
     input:
-        model="results/models/{dataset}/{variant}-L{max_length}/fold{fold}",
+        model="results/models/{dataset}/{variant}-L{max_length}{seed_dir}/fold{fold}",
         candidates="results/first_stage/{dataset}/candidates.run",
         folds="results/splits/{dataset}/folds.json",
         queries="results/data/{dataset}/queries.tsv",
         corpus="results/data/{dataset}/corpus.parquet",
+        cache=cache_for,
     output:
-        "results/runs/{dataset}/{variant}-L{max_length}/fold{fold}.run",
+        "results/runs/{dataset}/{variant}-L{max_length}{seed_dir}/fold{fold}.run",
     log:
-        "results/logs/rerank/{dataset}/{variant}-L{max_length}/fold{fold}.log",
+        "results/logs/rerank/{dataset}/{variant}-L{max_length}{seed_dir}/fold{fold}.log",
     message:
         "Re-ranking the test queries of {wildcards.dataset} fold {wildcards.fold} with {wildcards.variant}"
     threads: threads_for_models()
@@ -21,7 +22,7 @@ rule rerank:
     shell:
         "reranklab rerank --model-dir {input.model} --candidates {input.candidates} --folds {input.folds}"
         " --fold {wildcards.fold} --queries {input.queries} --corpus {input.corpus} --out {output}"
-        " --threads {threads} --params {params.settings:q} > {log} 2>&1"
+        " --threads {threads} --frozen-features {input.cache} --params {params.settings:q} > {log} 2>&1"
 
 
 rule baseline:

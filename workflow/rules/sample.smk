@@ -4,17 +4,17 @@ rule sample:
         qrels="results/data/{dataset}/qrels.txt",
         folds="results/splits/{dataset}/folds.json",
     output:
-        pointwise="results/samples/{dataset}/fold{fold}/pointwise.parquet",
-        triplets="results/samples/{dataset}/fold{fold}/triplets.parquet",
+        pointwise="results/samples/{dataset}{seed_dir}/fold{fold}/pointwise.parquet",
+        triplets="results/samples/{dataset}{seed_dir}/fold{fold}/triplets.parquet",
     log:
-        "results/logs/sample/{dataset}/fold{fold}.log",
+        "results/logs/sample/{dataset}{seed_dir}/fold{fold}.log",
     message:
         "Sampling the training examples of {wildcards.dataset} fold {wildcards.fold}"
     params:
         settings=lambda w: as_json(
             {
                 "protocol": {k: protocol(w.dataset)[k] for k in ("negatives_per_positive", "relevance_threshold")},
-                "seed": CFG["seed"],
+                "seed": seed_of(w),
             }
         ),
     conda:

@@ -1,13 +1,63 @@
 """The variant registry: each re-ranker variant registers a :class:`VariantSpec` by name.
 
 The DAG, the training loop and the evaluation only ever look variants up here, so adding a
-variant is adding a module (and importing it in :func:`_load_builtin`).
+variant is adding a module to :mod:`reranklab.models.variants` (every module there is imported
+by :func:`_load_builtin`, which makes it register itself). No variant name appears in the
+trainer, the inference or the workflow.
+
+Hook contract (what the trainer and the inference call; every hook but ``build`` is optional
+and its default is the plain cross-encoder's behaviour):
+
+``build(encoder, training, max_length) -> model``
+    A fresh, trainable model. ``training`` is the resolved training block of the cell
+    (schema defaults < ``training`` < ``defaults`` < ``variants.<name>``). Whatever the
+    featurizer needs at inference time (e.g. ``query_max_length``, ``chunks``) must be read
+    here and kept on the model, because re-ranking only gets the saved model.
+``loss(model, training) -> nn.Module``
+    Its ``forward(batch)`` takes a batch of the collator of ``example_kind`` and returns a
+    scalar: point-wise ``{"features": inputs, "labels": [B]}``, triplet
+    ``{"positive": inputs, "negative": inputs}``, where ``inputs`` is what
+    ``PairFeatures.batch`` returns (so the loss calls ``model(**inputs)``).
+``featurize(model, id_pairs, queries, corpus, *, progress=True) -> PairFeatures``
+    Turns ``(qid, pid)`` pairs (duplicates allowed) into model inputs, once per job, the same
+    way in training (before the first step, model in train mode, already on its device) and
+    re-ranking (loaded model, eval mode). It may preprocess texts (marking), make several
+    sequences per pair (chunks), compute and cache frozen-encoder features, or build
+    word-level inputs. Default (``None``):
+    :func:`reranklab.training.features.token_features`, ``[CLS] q [SEP] p [SEP]`` with the
+    model's tokenizer at ``model.max_length`` (honouring ``model.inputs["query_max_length"]``).
+    The result follows :class:`reranklab.training.features.PairFeatures`:
+    ``len(f)`` distinct pairs; ``f[qid, pid]`` their row; ``f.lengths`` (``[n]`` ints, a pair's
+    cost, for length grouping and length-sorted inference); ``f.batch(rows,
+    pad_to_multiple_of=None)`` the model inputs of those rows, a dict of tensors with first
+    dimension ``len(rows)``; ``f.summary()`` a flat dict of counts for ``train_stats.json``.
+``load(directory, device=None) -> model``
+    Restores a model written by ``model.save(directory)``, in eval mode. Default (``None``):
+    :func:`reranklab.models.reranker.load_reranker`. :func:`load_model` picks the loader from
+    the ``variant`` recorded in the directory's ``reranker.json``.
+``encode(model, id_pairs, queries, corpus, out_dir, *, device="cpu", progress=True) -> dict``
+    Only for variants on a frozen encoder whose features are precomputed (the lite variants):
+    runs the frozen encoder once over one fold's training pairs and test candidates and
+    writes what the model reads into ``out_dir`` (atomically); returns a description of what
+    it wrote. ``reranklab encode`` (rule ``encode``, ``gpu=1``) calls it with a freshly built
+    model; the rules make ``train`` and ``rerank`` depend on that directory only for
+    variants that have this hook (:attr:`VariantSpec.needs_cache`), and the trainer and the
+    inference then call ``featurize(..., frozen_features=out_dir)``: such a featurizer takes
+    that extra keyword (``None`` = no cache; it must then compute what is missing itself).
+
+The model itself is an ``nn.Module`` with ``variant`` (its registered name), ``device``,
+``forward(**inputs)`` (logits ``[B, k]``), ``score(inputs)`` (ranking scores ``[B]``, higher =
+more relevant) and ``save(directory)``, which writes ``reranker.json`` with at least
+``{"variant": name}``.
 """
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 from reranklab.errors import ConfigError
@@ -29,6 +79,14 @@ class VariantSpec:
         loss: ``loss(model, training)`` returns the training loss, an ``nn.Module`` whose
             ``forward(batch)`` takes a batch of the collator of ``example_kind`` and returns
             a scalar (see :mod:`reranklab.models.losses`).
+        featurize: ``featurize(model, id_pairs, queries, corpus, *, progress)`` returns the
+            model inputs of the pairs (a ``PairFeatures``); ``None`` = tokenised
+            ``[CLS] q [SEP] p [SEP]`` pairs (see the module docstring).
+        load: ``load(directory, device=None)`` restores a saved model; ``None`` =
+            :func:`reranklab.models.reranker.load_reranker`.
+        encode: ``encode(model, id_pairs, queries, corpus, out_dir, *, device, progress)``
+            writes a fold's frozen-encoder features (see the module docstring); ``None`` = the
+            variant needs no precomputed features.
     """
 
     name: str
@@ -37,9 +95,50 @@ class VariantSpec:
     build: Callable[..., Any]
     defaults: dict[str, Any] = field(default_factory=dict)
     loss: Callable[..., Any] | None = None
+    featurize: Callable[..., Any] | None = None
+    load: Callable[..., Any] | None = None
+    encode: Callable[..., Any] | None = None
+
+    @property
+    def needs_cache(self) -> bool:
+        """Whether training and re-ranking read a frozen-feature cache made by ``reranklab encode``."""
+        return self.encode is not None
+
+    def featurize_options(self, frozen_features: str | Path | None = None) -> dict[str, Any]:
+        """Extra keyword arguments of the featurize call: the fold's frozen-feature cache, if any.
+
+        Raises:
+            ConfigError: a cache is given to a variant that reads none.
+
+        Example:
+            >>> get_variant("pointwise").featurize_options(None)
+            {}
+        """
+        if frozen_features is None:
+            return {}
+        if not self.needs_cache:
+            raise ConfigError(f"variant {self.name!r} reads no frozen-feature cache (got {frozen_features})")
+        return {"frozen_features": frozen_features}
+
+    def featurizer(self) -> Callable[..., Any]:
+        """The featurize hook, or the default token-pair featurizer."""
+        if self.featurize is not None:
+            return self.featurize
+        from reranklab.training.features import token_features
+
+        return token_features
+
+    def loader(self) -> Callable[..., Any]:
+        """The load hook, or :func:`reranklab.models.reranker.load_reranker`."""
+        if self.load is not None:
+            return self.load
+        from reranklab.models.reranker import load_reranker
+
+        return load_reranker
 
 
 _VARIANTS: dict[str, VariantSpec] = {}
+_LOADED = False
 
 
 def register_variant(spec: VariantSpec) -> VariantSpec:
@@ -62,6 +161,44 @@ def variant_names() -> list[str]:
     return sorted(_VARIANTS)
 
 
+def load_model(directory: str | Path, device: Any = None) -> Any:
+    """Restore the model saved in ``directory`` with its variant's ``load`` hook.
+
+    Args:
+        directory: a model directory written by ``model.save`` (holds ``reranker.json``).
+        device: where to put it (default: CPU).
+
+    Example:
+        >>> model = load_model("results/models/sample/chunked-L256/fold0")  # doctest: +SKIP
+        >>> model.variant  # doctest: +SKIP
+        'chunked'
+    """
+    from reranklab.errors import FormatError
+    from reranklab.io.json_io import read_json
+
+    meta_path = Path(directory) / "reranker.json"
+    if not meta_path.is_file():
+        raise FormatError(meta_path, None, "not a saved re-ranker (reranker.json is missing)")
+    variant = read_json(meta_path).get("variant")
+    if not isinstance(variant, str):
+        raise FormatError(meta_path, None, "no variant name recorded")
+    return get_variant(variant).loader()(directory, device=device)
+
+
 def _load_builtin() -> None:
-    # Importing the variant modules registers them.
-    from reranklab.models.variants import bertlets, pointwise  # noqa: F401
+    # Importing every module of reranklab.models.variants registers it (modules whose name starts
+    # with "_" are helpers, not variants).
+    global _LOADED
+    if _LOADED:
+        return
+    # Set first: a variant module may look another variant up while it is being imported.
+    _LOADED = True
+    import reranklab.models.variants as package
+
+    try:
+        for module in pkgutil.iter_modules(package.__path__):
+            if not module.name.startswith("_"):
+                importlib.import_module(f"{package.__name__}.{module.name}")
+    except BaseException:
+        _LOADED = False
+        raise

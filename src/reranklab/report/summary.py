@@ -6,6 +6,9 @@ Three files, one content:
 - ``summary.md``: the table a paper would print, ``0.412† (0.405 ± 0.021)`` = overall value
   over all test queries († = significantly different from the first stage), and the mean ±
   sample std of the per-fold values;
+- with a seed axis (``seeds``), a re-ranker row holds the mean over seeds and
+  ``0.412† ± 0.013`` (± the sample std over seeds); the CSV adds ``<measure>_seed_std`` and
+  ``n_seeds``;
 - ``summary.json``: ``{"title", "measures", "rows": [...]}`` for programs, plus one flat entry
   per row, ``"<dataset>/<variant>/L<max_length>": {"P@1": ..., "MAP": ...}`` (overall values),
   which is what ``dvc metrics show`` / ``dvc metrics diff`` display (they skip lists).
@@ -93,6 +96,10 @@ def _load_row(cell: dict[str, Any], measures: Sequence[str]) -> tuple[dict[str, 
     row["n_queries"] = metrics.get("n_queries")
     row["n_excluded"] = metrics.get("n_excluded")
     row["n_folds"] = metrics.get("n_folds", len(metrics.get("folds", [])))
+    # A cell of a study with a seed axis: aggregate_seeds' mean and std over seeds.
+    row["n_seeds"] = int(metrics.get("n_seeds") or 1)
+    for name in measures:
+        row[f"{name}_seed_std"] = (metrics.get("seed_std") or {}).get(name)
     row["relevance_threshold"] = metrics.get("relevance_threshold")
     row["metrics_path"] = str(cell["metrics_path"])
     return row, metrics.get("per_query", {})
@@ -124,18 +131,19 @@ def _add_significance(rows: list[dict[str, Any]], per_query: list[dict], measure
             row[f"{name}_p"] = paired_p_value([a for a, _ in pairs], [b for _, b in pairs])
 
 
-def _columns(measures: Sequence[str]) -> list[str]:
+def _columns(measures: Sequence[str], seeded: bool = False) -> list[str]:
     return (
         ["dataset", "variant", "max_length"]
         + list(measures)
         + [f"{name}_{stat}" for name in measures for stat in ("mean", "std", "p")]
+        + ([f"{name}_seed_std" for name in measures] + ["n_seeds"] if seeded else [])
         + ["n_queries", "n_excluded", "n_folds"]
     )
 
 
-def _csv(rows: list[dict[str, Any]], measures: Sequence[str]) -> str:
+def _csv(rows: list[dict[str, Any]], measures: Sequence[str], seeded: bool = False) -> str:
     buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=_columns(measures), extrasaction="ignore", lineterminator="\n")
+    writer = csv.DictWriter(buffer, fieldnames=_columns(measures, seeded), extrasaction="ignore", lineterminator="\n")
     writer.writeheader()
     for row in rows:
         writer.writerow({k: ("" if v is None else v) for k, v in row.items()})
@@ -151,6 +159,8 @@ def _md_cell(row: dict[str, Any], name: str) -> str:
     p = row[f"{name}_p"]
     if p is not None and p < SIGNIFICANCE_LEVEL:
         text += DAGGER
+    if row.get("n_seeds", 1) >= 2:
+        return f"{text} ± {_fmt(row[f'{name}_seed_std'])}"
     if (row["n_folds"] or 0) >= 2 and row[f"{name}_mean"] is not None:
         text += f" ({_fmt(row[f'{name}_mean'])} ± {_fmt(row[f'{name}_std'])})"
     return text
@@ -184,14 +194,16 @@ def _notes(rows: list[dict[str, Any]]) -> list[str]:
     return notes
 
 
-def _markdown(rows: list[dict[str, Any]], measures: Sequence[str], title: str, notes: list[str]) -> str:
-    header = ["dataset", "variant", "max length", *measures, "queries", "excluded", "folds"]
+def _markdown(rows: list[dict[str, Any]], measures: Sequence[str], title: str, notes: list[str], seeded: bool = False) -> str:
+    header = ["dataset", "variant", "max length", *measures, "queries", "excluded", "folds"] + (["seeds"] if seeded else [])
     align = ["---"] * 3 + ["---:"] * (len(header) - 3)
     lines = [f"# {title}", "", "| " + " | ".join(header) + " |", "|" + "|".join(align) + "|"]
     for row in rows:
         cells = [row["dataset"], row["variant"], "–" if row["max_length"] is None else str(row["max_length"])]
         cells += [_md_cell(row, name) for name in measures]
         cells += ["–" if row[k] is None else str(row[k]) for k in ("n_queries", "n_excluded", "n_folds")]
+        if seeded:
+            cells.append(str(row["n_seeds"]) if row["n_seeds"] >= 2 else "–")
         lines.append("| " + " | ".join(cells) + " |")
     lines.append("")
     for note in notes:
@@ -210,7 +222,8 @@ def summarize(
 
     Args:
         cells: ``{"dataset", "variant", "max_length" (None for a first-stage row),
-            "metrics_path"}`` per row; ``metrics_path`` is an :func:`aggregate_folds` output.
+            "metrics_path"}`` per row; ``metrics_path`` is an :func:`aggregate_folds` output
+            (with a seed axis, an :func:`~reranklab.evaluation.seeds.aggregate_seeds` output).
         out_csv: CSV path (columns: dataset, variant, max_length, the measures, then
             ``<measure>_mean``, ``<measure>_std``, ``<measure>_p``, n_queries, n_excluded, n_folds).
         out_md: Markdown path.
@@ -238,9 +251,16 @@ def summarize(
     per_query = [loaded[i][1] for i in order]
     _add_significance(rows, per_query, measures)
 
-    atomic_write_text(out_csv, _csv(rows, measures))
+    seeded = any(row["n_seeds"] >= 2 for row in rows)
+    atomic_write_text(out_csv, _csv(rows, measures, seeded))
     notes = _notes(rows)
-    atomic_write_text(out_md, _markdown(rows, measures, title, notes))
+    if seeded:
+        notes.insert(1, (
+            "Rows with several seeds: the mean over seeds ± the sample standard deviation (ddof=1) over "
+            "seeds of the value over all test queries (every seed has the same folds; the per-fold "
+            "spread is in summary.csv); the t-test pairs each query's mean over seeds with the first stage."
+        ))
+    atomic_write_text(out_md, _markdown(rows, measures, title, notes, seeded))
     # Only "title" and the flat per-row entries are scalars or dicts: dvc metrics show/diff
     # display those and skip the lists (measures, notes, rows) meant for people and programs.
     document: dict[str, Any] = {"title": title, "measures": measures, "notes": notes, "rows": rows}

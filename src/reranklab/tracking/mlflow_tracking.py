@@ -50,7 +50,11 @@ _QUIET_LOGGERS = ("alembic", "alembic.runtime.migration", "mlflow.store.db.utils
 def cell_key(cell: Mapping[str, Any]) -> str:
     """``wikiqa/pointwise/L256`` (or ``wikiqa/bm25`` for a first-stage cell): run name and tag."""
     base = f"{cell['dataset']}/{cell['variant']}"
-    return base if cell.get("max_length") is None else f"{base}/L{int(cell['max_length'])}"
+    if cell.get("max_length") is None:
+        return base
+    # One seed of a study with a seed axis (``seeds``): its own runs, nested under the cell's.
+    seed = f"/seed{int(cell['seed'])}" if cell.get("seeds") else ""
+    return f"{base}/L{int(cell['max_length'])}{seed}"
 
 
 def metric_name(name: str) -> str:
@@ -271,7 +275,7 @@ def _cell_metrics(metrics: Mapping[str, Any]) -> list[tuple[str, float, int]]:
 
 def _tags(cell: Mapping[str, Any], key: str, role: str) -> dict[str, str]:
     max_length = cell.get("max_length")
-    return {
+    tags = {
         f"{TAG_PREFIX}dataset": str(cell["dataset"]),
         f"{TAG_PREFIX}variant": str(cell["variant"]),
         f"{TAG_PREFIX}max_length": "none" if max_length is None else str(int(max_length)),
@@ -279,6 +283,9 @@ def _tags(cell: Mapping[str, Any], key: str, role: str) -> dict[str, str]:
         f"{TAG_PREFIX}role": role,
         CELL_TAG: key,
     }
+    if cell.get("seeds"):
+        tags[f"{TAG_PREFIX}seed"] = str(cell["seed"])
+    return tags
 
 
 def track_cell(

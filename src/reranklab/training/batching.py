@@ -3,11 +3,14 @@
 Padding every pair to ``max_length`` wastes most of the compute on short WikiQA-like pairs;
 padding per batch (dynamic padding) and putting pairs of similar length together (length
 grouping, as HF's ``LengthGroupedSampler``) keeps the batches dense. Collators are chosen by
-the variant's ``example_kind``, so a new variant reuses them without touching the trainer.
+the variant's ``example_kind``, so a new variant reuses them without touching the trainer;
+they read pairs through the :class:`~reranklab.training.features.PairFeatures` the variant's
+featurizer made, so they work for any kind of model inputs.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
@@ -15,7 +18,7 @@ import numpy as np
 import torch
 
 from reranklab.errors import ConfigError, FormatError
-from reranklab.training.features import EncodedPairs, PairIndex
+from reranklab.training.features import EncodedPairs, PairFeatures, PairIndex
 
 
 def pad_batch(
@@ -148,21 +151,29 @@ def length_sorted_batches(lengths: Sequence[int] | np.ndarray, batch_size: int) 
     return [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
 
 
+def _with_pad_token_id(features: PairFeatures, pad_token_id: int | None) -> PairFeatures:
+    # An explicit pad id only makes sense for token features; other features pad themselves.
+    if pad_token_id is None:
+        return features
+    if not isinstance(features, PairIndex):
+        raise TypeError(f"pad_token_id applies to token features (PairIndex), not {type(features).__name__}")
+    return dataclasses.replace(features, pad_token_id=int(pad_token_id))
+
+
 class ExampleCollator:
-    """Base of the collators: examples of one kind, their pairs, and padding."""
+    """Base of the collators: examples of one kind, their pairs' rows in the features, and batching."""
 
     example_kind: ClassVar[str]
     columns: ClassVar[tuple[str, ...]]
     pid_columns: ClassVar[tuple[str, ...]]
     pairs_per_example: ClassVar[int]
 
-    def __init__(self, encoded: EncodedPairs, pad_token_id: int, pad_to_multiple_of: int | None = None) -> None:
-        self.encoded = encoded
-        self.pad_token_id = int(pad_token_id)
+    def __init__(self, features: PairFeatures, pad_to_multiple_of: int | None = None) -> None:
+        self.features = features
         self.pad_to_multiple_of = pad_to_multiple_of
 
-    def _pad(self, rows: np.ndarray) -> dict[str, torch.Tensor]:
-        return pad_batch(self.encoded, rows, self.pad_token_id, self.pad_to_multiple_of)
+    def _pad(self, rows: np.ndarray) -> dict[str, Any]:
+        return self.features.batch(rows, self.pad_to_multiple_of)
 
     @classmethod
     def pair_keys(cls, columns: Mapping[str, list[str]]) -> list[tuple[str, str]]:
@@ -186,25 +197,27 @@ class PointwiseCollator(ExampleCollator):
     pid_columns = ("pid",)
     pairs_per_example = 1
 
-    def __init__(self, encoded: EncodedPairs, pairs: np.ndarray, labels: np.ndarray, pad_token_id: int, pad_to_multiple_of: int | None = None) -> None:
-        super().__init__(encoded, pad_token_id, pad_to_multiple_of)
+    def __init__(self, features: PairFeatures, pairs: np.ndarray, labels: np.ndarray, pad_to_multiple_of: int | None = None) -> None:
+        super().__init__(features, pad_to_multiple_of)
         self.pairs = np.asarray(pairs, dtype=np.int64)
         self.labels = np.asarray(labels, dtype=np.int64)
 
     @classmethod
-    def from_columns(cls, columns: Mapping[str, list[Any]], index: PairIndex, pad_token_id: int, pad_to_multiple_of: int | None = None, source: object = "examples") -> PointwiseCollator:
+    def from_columns(cls, columns: Mapping[str, list[Any]], index: PairFeatures, pad_token_id: int | None = None, pad_to_multiple_of: int | None = None, source: object = "examples") -> PointwiseCollator:
+        """Examples from Parquet columns; ``index`` holds every (qid, pid) they use."""
         labels = columns["label"]
         for row, label in enumerate(labels):
             if label not in (0, 1):
                 raise FormatError(source, None, f"row {row}: label must be 0 or 1, got {label!r}")
         pairs = [index[qid, pid] for qid, pid in zip(columns["qid"], columns["pid"], strict=True)]
-        return cls(index.encoded, np.asarray(pairs), np.asarray(labels, dtype=np.int64), pad_token_id, pad_to_multiple_of)
+        features = _with_pad_token_id(index, pad_token_id)
+        return cls(features, np.asarray(pairs), np.asarray(labels, dtype=np.int64), pad_to_multiple_of)
 
     def __len__(self) -> int:
         return len(self.pairs)
 
     def lengths(self) -> np.ndarray:
-        return self.encoded.lengths[self.pairs]
+        return np.asarray(self.features.lengths)[self.pairs]
 
     def __call__(self, batch: Sequence[int]) -> dict[str, Any]:
         rows = np.asarray(batch, dtype=np.int64)
@@ -227,26 +240,28 @@ class TripletCollator(ExampleCollator):
     pid_columns = ("pos_pid", "neg_pid")
     pairs_per_example = 2
 
-    def __init__(self, encoded: EncodedPairs, positive: np.ndarray, negative: np.ndarray, pad_token_id: int, pad_to_multiple_of: int | None = None) -> None:
-        super().__init__(encoded, pad_token_id, pad_to_multiple_of)
+    def __init__(self, features: PairFeatures, positive: np.ndarray, negative: np.ndarray, pad_to_multiple_of: int | None = None) -> None:
+        super().__init__(features, pad_to_multiple_of)
         self.positive = np.asarray(positive, dtype=np.int64)
         self.negative = np.asarray(negative, dtype=np.int64)
 
     @classmethod
-    def from_columns(cls, columns: Mapping[str, list[Any]], index: PairIndex, pad_token_id: int, pad_to_multiple_of: int | None = None, source: object = "examples") -> TripletCollator:
+    def from_columns(cls, columns: Mapping[str, list[Any]], index: PairFeatures, pad_token_id: int | None = None, pad_to_multiple_of: int | None = None, source: object = "examples") -> TripletCollator:
+        """Triplets from Parquet columns; ``index`` holds every (qid, pid) they use."""
         qids = columns["qid"]
         for row, (pos, neg) in enumerate(zip(columns["pos_pid"], columns["neg_pid"], strict=True)):
             if pos == neg:
                 raise FormatError(source, None, f"row {row}: positive and negative passage are the same ({pos!r})")
         positive = [index[qid, pid] for qid, pid in zip(qids, columns["pos_pid"], strict=True)]
         negative = [index[qid, pid] for qid, pid in zip(qids, columns["neg_pid"], strict=True)]
-        return cls(index.encoded, np.asarray(positive), np.asarray(negative), pad_token_id, pad_to_multiple_of)
+        features = _with_pad_token_id(index, pad_token_id)
+        return cls(features, np.asarray(positive), np.asarray(negative), pad_to_multiple_of)
 
     def __len__(self) -> int:
         return len(self.positive)
 
     def lengths(self) -> np.ndarray:
-        lengths = self.encoded.lengths
+        lengths = np.asarray(self.features.lengths)
         return np.maximum(lengths[self.positive], lengths[self.negative])
 
     def __call__(self, batch: Sequence[int]) -> dict[str, Any]:

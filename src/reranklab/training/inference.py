@@ -1,13 +1,14 @@
 """Re-rank first-stage candidates with a saved re-ranker.
 
-Every (query, candidate) pair is tokenised once, scored in batches sorted by length (dynamic
-padding, so short pairs are not padded to ``max_length``) under ``torch.inference_mode``, and
-the scores are put back in the candidates' order. Ties are left to the run writer
-(:func:`reranklab.io.rank_order`).
+Every (query, candidate) pair is featurized once by the model's variant (``featurize`` hook;
+by default tokenised), scored in batches sorted by length (dynamic padding, so short pairs are
+not padded to ``max_length``) under ``torch.inference_mode``, and the scores are put back in
+the candidates' order. Ties are left to the run writer (:func:`reranklab.io.rank_order`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -18,9 +19,11 @@ import torch
 from tqdm.auto import tqdm
 
 from reranklab.models.encoder import select_device, set_threads
-from reranklab.models.reranker import load_reranker
+from reranklab.models.registry import get_variant, load_model
 from reranklab.training.batching import length_sorted_batches, pad_batch, to_device
-from reranklab.training.features import EncodedPairs, encode_id_pairs
+from reranklab.training.cache import feature_cache_scope
+from reranklab.training.features import EncodedPairs, PairFeatures
+from reranklab.training.precision import Precision, resolve_precision
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +58,40 @@ def score_encoded(model: Any, encoded: EncodedPairs, batch_size: int, *, progres
     return scores
 
 
+def score_features(
+    model: Any, features: PairFeatures, batch_size: int, *, progress: bool = True, desc: str = "re-rank", precision: Precision | None = None
+) -> np.ndarray:
+    """Scores of every pair of ``features`` (``float64``, in row order), longest batches first.
+
+    Args:
+        model: a re-ranker (its ``device`` is used; ``model.score(inputs)`` gives the scores).
+        features: what the variant's featurizer returned.
+        batch_size: pairs per forward pass.
+        precision: autocast of the forward pass (``None`` = fp32).
+
+    Example:
+        >>> features = get_variant(model.variant).featurizer()(model, keys, queries, corpus)  # doctest: +SKIP
+        >>> scores = score_features(model, features, batch_size=128)  # doctest: +SKIP
+    """
+    if batch_size < 1:
+        raise ValueError("batch_size must be at least 1")
+    scores = np.zeros(len(features), dtype=np.float64)
+    device = model.device
+    multiple = 8 if device.type == "cuda" else None
+    was_training = model.training
+    model.eval()
+    batches = length_sorted_batches(features.lengths, batch_size)
+    try:
+        with torch.inference_mode():
+            for rows in tqdm(batches, desc=desc, unit="batch", disable=not progress or not batches, mininterval=1.0):
+                inputs = to_device(features.batch(rows, multiple), device)
+                with precision.autocast() if precision is not None else contextlib.nullcontext():
+                    scores[rows] = model.score(inputs).double().cpu().numpy()
+    finally:
+        model.train(was_training)
+    return scores
+
+
 def rerank_with_model(
     model: Any,
     candidates: Mapping[str, Mapping[str, float]],
@@ -64,6 +101,10 @@ def rerank_with_model(
     batch_size: int,
     *,
     progress: bool = True,
+    precision: str = "auto",
+    feature_cache: str | Path | None = None,
+    dataset: str | None = None,
+    frozen_features: str | Path | None = None,
 ) -> dict[str, dict[str, float]]:
     """:func:`rerank` with a model already loaded (and placed on its device)."""
     wanted = list(dict.fromkeys(qids))
@@ -71,8 +112,15 @@ def rerank_with_model(
     if missing:
         log.warning("%d of %d queries have no candidates to re-rank (e.g. %s)", len(missing), len(wanted), missing[0])
     keys = [(qid, pid) for qid in wanted for pid in candidates.get(qid, {})]
-    index = encode_id_pairs(model.tokenizer, keys, queries, corpus, model.max_length, desc="tokenise", progress=progress)
-    scores = score_encoded(model, index.encoded, batch_size, progress=progress)
+    was_training = model.training
+    model.eval()  # featurizers see the model as it will score (e.g. no dropout in cached features)
+    try:
+        with feature_cache_scope(feature_cache, dataset):
+            spec = get_variant(model.variant)
+            index = spec.featurizer()(model, keys, queries, corpus, progress=progress, **spec.featurize_options(frozen_features))
+    finally:
+        model.train(was_training)
+    scores = score_features(model, index, batch_size, progress=progress, precision=resolve_precision(precision, model.device))
     run: dict[str, dict[str, float]] = {}
     for qid, pid in keys:
         run.setdefault(qid, {})[pid] = float(scores[index[qid, pid]])
@@ -89,6 +137,10 @@ def rerank(
     device: str = "auto",
     threads: int = 0,
     progress: bool = True,
+    precision: str = "auto",
+    feature_cache: str | Path | None = None,
+    dataset: str | None = None,
+    frozen_features: str | Path | None = None,
 ) -> dict[str, dict[str, float]]:
     """Score every candidate passage of each query in ``qids`` with the model in ``model_dir``.
 
@@ -102,6 +154,13 @@ def rerank(
         device: ``auto``, ``cpu``, ``cuda`` or ``cuda:N``.
         threads: torch CPU threads (0 = torch's default).
         progress: show tqdm bars.
+        precision: ``training.precision`` (autocast of the forward pass; ``auto`` = bf16 on
+            GPUs that have it, fp32 on CPU).
+        feature_cache: ``training.feature_cache``: tokenised pairs shared with the other jobs
+            of ``dataset`` (``None`` = tokenise here).
+        dataset: the dataset (the cache's folder).
+        frozen_features: the fold's frozen-feature cache of ``reranklab encode``, for variants
+            that read one (``VariantSpec.needs_cache``).
 
     Returns:
         The re-ranked run ``{qid: {pid: score}}``, higher = more relevant; queries without
@@ -113,5 +172,8 @@ def rerank(
         >>> write_run("work/runs/fold0.run", run, tag="pointwise")  # doctest: +SKIP
     """
     set_threads(threads)
-    model = load_reranker(model_dir, device=select_device(device))
-    return rerank_with_model(model, candidates, qids, queries, corpus, batch_size, progress=progress)
+    model = load_model(model_dir, device=select_device(device))
+    return rerank_with_model(
+        model, candidates, qids, queries, corpus, batch_size, progress=progress, precision=precision, feature_cache=feature_cache, dataset=dataset,
+        frozen_features=frozen_features,
+    )

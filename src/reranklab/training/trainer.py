@@ -1,7 +1,8 @@
 """Fine-tune one re-ranker variant on one fold's sampled examples.
 
-The loop is variant-agnostic: the registry gives the model (``build``), the loss (``loss``) and
-the kind of examples; :mod:`reranklab.training.batching` gives the matching collator. It is
+The loop is variant-agnostic: the registry gives the model (``build``), the loss (``loss``),
+how pairs become model inputs (``featurize``) and the kind of examples;
+:mod:`reranklab.training.batching` gives the matching collator. It is
 plain PyTorch (AdamW without decay on biases/LayerNorm, linear warm-up then linear decay,
 gradient clipping), seeded from the study seed, with dynamic padding and length grouping.
 """
@@ -32,13 +33,22 @@ from reranklab.errors import ConfigError, FormatError
 from reranklab.io.json_io import write_json
 from reranklab.models.encoder import select_device, set_threads
 from reranklab.models.registry import get_variant
+from reranklab.training import distributed
 from reranklab.training.batching import (
     ExampleCollator,
     LengthGroupedSampler,
     collator_for,
-    to_device,
 )
-from reranklab.training.features import encode_id_pairs
+from reranklab.training.cache import feature_cache_scope
+from reranklab.training.determinism import configure_determinism
+from reranklab.training.precision import resolve_precision
+from reranklab.training.steps import (
+    StepCollator,
+    StepRunner,
+    accumulation_steps,
+    enable_gradient_checkpointing,
+    step_loader,
+)
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +65,7 @@ class TrainState:
         epoch: the epoch being run (0-based).
         step_in_epoch: optimiser steps already done in ``epoch``.
         global_step: optimiser steps done in total.
+        steps_per_epoch: optimiser steps per epoch (a checkpointer writes at epoch ends).
         losses: the loss of every step done so far.
     """
 
@@ -63,10 +74,12 @@ class TrainState:
     optimizer: torch.optim.Optimizer
     scheduler: torch.optim.lr_scheduler.LRScheduler
     total_steps: int
+    steps_per_epoch: int = 0
     epoch: int = 0
     step_in_epoch: int = 0
     global_step: int = 0
     losses: list[float] = field(default_factory=list)
+    scaler: Any = None  # the fp16 GradScaler (training.precision), else None
 
 
 class Checkpointer(Protocol):
@@ -159,6 +172,27 @@ def linear_schedule(optimizer: torch.optim.Optimizer, warmup_steps: int, total_s
     return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
 
 
+def warmup_steps_for(training: Mapping[str, Any], total_steps: int) -> int:
+    """Warm-up steps: ``training.warmup_steps`` when set (absolute, as monoBERT's 10k), else
+    ``ceil(warmup_ratio * total_steps)``.
+
+    Example:
+        >>> warmup_steps_for({"warmup_ratio": 0.1, "warmup_steps": None}, 95)
+        10
+        >>> warmup_steps_for({"warmup_ratio": 0.1, "warmup_steps": 10000}, 95)
+        10000
+    """
+    steps = training.get("warmup_steps")
+    if steps is not None:
+        if int(steps) >= total_steps:
+            log.warning(
+                "training.warmup_steps %d >= the %d training steps: the learning rate only reaches %.3g of its peak",
+                int(steps), total_steps, total_steps / max(1, int(steps)),
+            )
+        return int(steps)
+    return math.ceil(float(training["warmup_ratio"]) * total_steps)
+
+
 def read_examples(path: Path, columns: tuple[str, ...]) -> dict[str, list[Any]]:
     """The examples Parquet as ``{column: values}`` (ids as strings)."""
     try:
@@ -227,6 +261,7 @@ def train_model(
     threads: int = 0,
     checkpointer: Checkpointer | None = None,
     progress: bool = True,
+    frozen_features: Path | None = None,
 ) -> dict[str, Any]:
     """Fine-tune the cell's variant on the examples and save it to ``out_dir``.
 
@@ -241,6 +276,8 @@ def train_model(
         threads: torch CPU threads when ``training.threads`` is 0 (0 = torch's default).
         checkpointer: checkpoint/resume hook (default: none).
         progress: show tqdm bars.
+        frozen_features: the fold's frozen-feature cache of ``reranklab encode``, for variants
+            that read one (``VariantSpec.needs_cache``); ``None`` = they encode what they need.
 
     Returns:
         The training statistics written to ``out_dir/train_stats.json``.
@@ -261,6 +298,7 @@ def train_model(
     checkpointer = checkpointer or NoCheckpointer()
     threads = _effective_threads(training, threads)
     set_threads(threads)
+    configure_determinism(bool(training.get("deterministic", False)))
     device = select_device(str(training.get("device", "auto")))
     seed = int(cell["seed"])
     max_length = int(cell["max_length"])
@@ -273,56 +311,70 @@ def train_model(
 
     seed_everything(seed)
     model = spec.build(training["encoder"], training, max_length)
-    tokenizer = model.tokenizer
+    # On its device before featurizing: a featurizer may run (frozen) parts of the model.
+    model.to(device)
     tokenize_started = time.perf_counter()
-    index = encode_id_pairs(tokenizer, collator_cls.pair_keys(columns), queries, corpus, max_length, desc="tokenise", progress=progress)
+    # Tokenised pairs are shared through training.feature_cache by every job of the dataset.
+    with feature_cache_scope(training.get("feature_cache"), cell.get("dataset")) as cache_scope:
+        index = spec.featurizer()(model, collator_cls.pair_keys(columns), queries, corpus, progress=progress, **spec.featurize_options(frozen_features))
     tokenize_seconds = time.perf_counter() - tokenize_started
     collate: ExampleCollator = collator_cls.from_columns(
         columns,
         index,
-        pad_token_id=tokenizer.pad_token_id or 0,
         pad_to_multiple_of=8 if device.type == "cuda" else None,
         source=examples_path,
     )
     sampler = LengthGroupedSampler(collate.lengths(), batch_size, seed, group=bool(training.get("length_grouping", True)))
+    # In a DDP worker: rank 0's weights, gradients averaged over ranks, each rank a share of every batch.
+    collate = distributed.prepare(model, collate)
 
-    model.to(device)
+    if training.get("gradient_checkpointing"):
+        enable_gradient_checkpointing(model)
+    precision = resolve_precision(str(training.get("precision") or "auto"), device)
+    micro_batch_size = int(training.get("micro_batch_size") or 0) or None
     loss_fn = spec.loss(model, training)
     optimizer = make_optimizer(model, float(training["learning_rate"]), float(training["weight_decay"]))
     steps_per_epoch = len(sampler)
     total_steps = steps_per_epoch * epochs
-    warmup_steps = math.ceil(float(training["warmup_ratio"]) * total_steps)
+    warmup_steps = warmup_steps_for(training, total_steps)
     scheduler = linear_schedule(optimizer, warmup_steps, total_steps)
-    state = TrainState(model, loss_fn, optimizer, scheduler, total_steps)
+    state = TrainState(model, loss_fn, optimizer, scheduler, total_steps, steps_per_epoch=steps_per_epoch, scaler=precision.grad_scaler())
     checkpointer.restore(state)
+    resumed_from = state.global_step
 
     log.info(
-        "training %s on %s: %d examples (%d distinct pairs, %d at max_length %d), %d epochs x %d steps, device %s, %d threads",
-        spec.name, training["encoder"], len(collate), len(index.encoded), index.encoded.at_max_length(), max_length,
-        epochs, steps_per_epoch, device, torch.get_num_threads(),
+        "training %s on %s: %d examples (%d distinct pairs, %s, max_length %d), %d epochs x %d steps (%d warm-up), device %s, %d threads",
+        spec.name, training["encoder"], len(collate), len(index), index.summary(), max_length,
+        epochs, steps_per_epoch, warmup_steps, device, torch.get_num_threads(),
     )
     max_grad_norm = float(training.get("max_grad_norm") or 0.0)
     log_every = max(1, total_steps // 20)
     curve_every = max(1, math.ceil(total_steps / LOSS_CURVE_POINTS))
     loss_curve: list[list[float]] = []
-    pairs_trained = 0
+    for done in range(1, resumed_from + 1):  # a resumed run: the curve of the restored steps
+        if done % curve_every == 0 or done == total_steps:
+            window = state.losses[max(0, done - curve_every) : done]
+            loss_curve.append([done, sum(window) / len(window)])
+    pairs_trained = tokens_trained = tokens_padded = 0
+    run_step = StepRunner(model, loss_fn, optimizer, precision, max_grad_norm, device, scaler=state.scaler)
+    step_collate = StepCollator(collate, micro_batch_size)
+    workers = int(training.get("dataloader_workers") or 0)
     model.train()
     train_started = time.perf_counter()
     bar = tqdm(total=total_steps, initial=state.global_step, desc=f"train {spec.name}", unit="step", disable=not progress, mininterval=1.0)
     for epoch in range(state.epoch, epochs):
         state.epoch = epoch
         batches = sampler.batches(epoch)
-        for step_in_epoch in range(state.step_in_epoch, len(batches)):
+        # Collated (in dataloader_workers processes when > 0) into micro batches of one step each.
+        steps = step_loader(batches[state.step_in_epoch :], step_collate, workers, pin_memory=device.type == "cuda")
+        with torch.random.fork_rng(devices=[]):  # the loader's seed draw must not move the dropout RNG: exact resume
+            steps = iter(steps)
+        for step_in_epoch, step in enumerate(steps, start=state.step_in_epoch):
             rows = batches[step_in_epoch]
-            batch = to_device(collate(rows), device)
-            value = loss_fn(batch)
-            optimizer.zero_grad(set_to_none=True)
-            value.backward()
-            if max_grad_norm > 0:
-                torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
-            optimizer.step()
+            loss_value = run_step(step)  # forward/backward of each micro batch, clip, optimiser step
             scheduler.step()
-            loss_value = float(value.detach())
+            tokens_trained += step.tokens
+            tokens_padded += step.padded_tokens
             if not math.isfinite(loss_value):
                 raise FloatingPointError(f"training loss became {loss_value} at step {state.global_step} (lower training.learning_rate?)")
             state.losses.append(loss_value)
@@ -356,12 +408,12 @@ def train_model(
         "max_length": max_length,
         "seed": seed,
         "examples": len(collate),
-        "distinct_pairs": len(index.encoded),
-        "pairs_at_max_length": index.encoded.at_max_length(),
-        "pairs_query_truncated": index.encoded.query_truncated,
+        "distinct_pairs": len(index),
+        **index.summary(),
         "epochs": epochs,
         "batch_size": batch_size,
         "steps": state.global_step,
+        "resumed_from_step": resumed_from,
         "warmup_steps": warmup_steps,
         "final_loss": epoch_losses[-1] if epoch_losses else None,
         "mean_loss": float(np.mean(state.losses)) if state.losses else None,
@@ -369,10 +421,20 @@ def train_model(
         "loss_curve": loss_curve,
         "pairs_trained": pairs_trained,
         "pairs_per_s": pairs_trained / train_seconds if train_seconds > 0 else None,
+        "tokens_trained": tokens_trained,
+        "tokens_padded": tokens_padded,
+        "tokens_per_s": tokens_trained / train_seconds if train_seconds > 0 else None,
+        "precision": precision.name,
+        "micro_batch_size": micro_batch_size or batch_size,
+        "accumulation_steps": accumulation_steps(batch_size, micro_batch_size),
+        "gradient_checkpointing": bool(training.get("gradient_checkpointing")),
+        "dataloader_workers": workers,
+        **cache_scope.summary(),
         "train_seconds": train_seconds,
         "tokenize_seconds": tokenize_seconds,
         "seconds": time.perf_counter() - started,
         "device": str(device),
+        "world_size": distributed.world_size(),
         "threads": torch.get_num_threads(),
         "torch": torch.__version__,
     }
@@ -380,7 +442,8 @@ def train_model(
         import transformers
 
         stats["transformers"] = transformers.__version__
-    save_atomically(model, stats, out_dir)
+    if distributed.is_main_process():
+        save_atomically(model, stats, out_dir)
     checkpointer.finished(state, out_dir)
     log.info("saved %s to %s (final loss %.4f, %.1f pairs/s)", spec.name, out_dir, stats["final_loss"] or float("nan"), stats["pairs_per_s"] or 0.0)
     return stats

@@ -6,7 +6,21 @@ cross-encoder losses) whose ``forward(batch)`` takes a collated batch of
 beside it so it can be checked by hand.
 """
 
+from reranklab.models.losses.bertsel import BertSelLoss, bertsel_loss
+from reranklab.models.losses.pairwise_softmax_ce import (
+    PairwiseSoftmaxCrossEntropyLoss,
+    pairwise_softmax_cross_entropy,
+)
 from reranklab.models.losses.pointwise_ce import PointwiseCrossEntropyLoss, pointwise_cross_entropy
 from reranklab.models.losses.triplet_softmax_hinge import TripletSoftmaxHingeLoss, softmax_hinge
 
-__all__ = ["PointwiseCrossEntropyLoss", "TripletSoftmaxHingeLoss", "pointwise_cross_entropy", "softmax_hinge"]
+__all__ = [
+    "BertSelLoss",
+    "PairwiseSoftmaxCrossEntropyLoss",
+    "PointwiseCrossEntropyLoss",
+    "TripletSoftmaxHingeLoss",
+    "bertsel_loss",
+    "pairwise_softmax_cross_entropy",
+    "pointwise_cross_entropy",
+    "softmax_hinge",
+]

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from reranklab.models.registry import VariantSpec, register_variant
+from reranklab.models.variants._cross_encoder import token_inputs
 
 NAME = "bertlets"
 
@@ -22,7 +23,9 @@ def build(encoder: str, training: Mapping[str, Any], max_length: int) -> Any:
     """A fresh BERTlets scorer on ``encoder`` (scalar head, score = the scalar)."""
     from reranklab.models.reranker import CrossEncoderReranker
 
-    return CrossEncoderReranker.from_encoder(encoder, variant=NAME, num_outputs=1, score="logit", max_length=max_length)
+    return CrossEncoderReranker.from_encoder(
+        encoder, variant=NAME, num_outputs=1, score="logit", max_length=max_length, inputs=token_inputs(training)
+    )
 
 
 def loss(model: Any, training: Mapping[str, Any]) -> Any:

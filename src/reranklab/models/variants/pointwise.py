@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from reranklab.models.registry import VariantSpec, register_variant
+from reranklab.models.variants._cross_encoder import token_inputs
 
 NAME = "pointwise"
 
@@ -24,7 +25,7 @@ def build(encoder: str, training: Mapping[str, Any], max_length: int) -> Any:
     from reranklab.models.reranker import CrossEncoderReranker
 
     return CrossEncoderReranker.from_encoder(
-        encoder, variant=NAME, num_outputs=2, score="p_relevant", max_length=max_length
+        encoder, variant=NAME, num_outputs=2, score="p_relevant", max_length=max_length, inputs=token_inputs(training)
     )
 
 

@@ -1,0 +1,105 @@
+"""Aggregate a cell over the seeds of the seed axis (mean ± sample std over seeds).
+
+Every seed of a cell is evaluated on the same test queries (the folds come from the study
+``seed``), so the per-seed files of :func:`~reranklab.evaluation.aggregate.aggregate_folds`
+can be combined query by query:
+
+- ``overall``: the mean over seeds of each seed's overall value (= the mean over queries of the
+  per-query seed means);
+- ``seed_std``: the sample standard deviation (ddof=1) over seeds of the overall values;
+- ``per_query``: each query's mean over seeds, so the summary's paired t-test compares the
+  seed-averaged re-ranker with the first stage query by query;
+- ``fold_mean`` / ``fold_std``: the mean over seeds of each seed's fold mean / fold std;
+- ``per_seed``: each seed's overall values.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from reranklab.errors import FormatError
+from reranklab.io import read_json, write_json
+
+COUNTS = ("n_queries", "n_excluded", "n_folds", "relevance_threshold")
+
+
+def _mean(values: list[float]) -> float | None:
+    return statistics.fmean(values) if values else None
+
+
+def _read(path: Path) -> dict[str, Any]:
+    metrics = read_json(path)
+    if not isinstance(metrics, dict) or not all(key in metrics for key in ("overall", "per_query")):
+        raise FormatError(path, None, "not a cell metrics file of aggregate_folds: needs 'overall' and 'per_query'")
+    return metrics
+
+
+def aggregate_seeds(
+    metrics_paths: Sequence[str | os.PathLike[str]],
+    seeds: Sequence[int],
+    out: str | os.PathLike[str] | None = None,
+) -> dict[str, Any]:
+    """Combine one cell's per-seed metrics files into the cell's metrics (written to ``out``).
+
+    Args:
+        metrics_paths: one :func:`aggregate_folds` JSON per seed.
+        seeds: the seeds, in the same order.
+        out: where to write the result (JSON, atomically); None = do not write.
+
+    Returns:
+        ``{"seeds", "n_seeds", "overall", "seed_std", "per_seed", "per_query", "fold_mean",
+        "fold_std", "n_queries", "n_excluded", "n_folds", "relevance_threshold"}``.
+
+    Raises:
+        FormatError: a file is not a cell metrics file, or the seeds were evaluated on
+            different queries.
+
+    Example:
+        >>> cell = aggregate_seeds(["seed1/metrics.json", "seed2/metrics.json"], [1, 2],
+        ...                        "cells/wikiqa/pointwise-L256/metrics.json")  # doctest: +SKIP
+        >>> cell["overall"]["MAP"], cell["seed_std"]["MAP"]  # doctest: +SKIP
+        (0.712, 0.009)
+    """
+    paths = [Path(p) for p in metrics_paths]
+    if not paths or len(paths) != len(seeds):
+        raise ValueError(f"aggregate_seeds: {len(paths)} metrics files for {len(seeds)} seeds")
+    loaded = [_read(path) for path in paths]
+    queries = set(loaded[0]["per_query"])
+    for path, metrics in zip(paths[1:], loaded[1:], strict=True):
+        if set(metrics["per_query"]) != queries:
+            raise FormatError(path, None, f"evaluated on other queries than {paths[0]} (the seeds must share the folds)")
+    names = [name for name in loaded[0]["overall"] if all(m["overall"].get(name) is not None for m in loaded)]
+
+    overall, seed_std, fold_mean, fold_std = {}, {}, {}, {}
+    for name in names:
+        values = [float(m["overall"][name]) for m in loaded]
+        overall[name] = statistics.fmean(values)
+        seed_std[name] = statistics.stdev(values) if len(values) >= 2 else None
+        fold_mean[name] = _mean([float(m["fold_mean"][name]) for m in loaded if (m.get("fold_mean") or {}).get(name) is not None])
+        fold_std[name] = _mean([float(m["fold_std"][name]) for m in loaded if (m.get("fold_std") or {}).get(name) is not None])
+    per_query: dict[str, dict[str, float]] = {}
+    for qid in sorted(queries):
+        per_query[qid] = {}
+        for name in loaded[0]["per_query"][qid]:
+            values = [m["per_query"][qid].get(name) for m in loaded]
+            if all(v is not None for v in values):
+                per_query[qid][name] = statistics.fmean(float(v) for v in values)
+    result: dict[str, Any] = {
+        "seeds": [int(s) for s in seeds],
+        "n_seeds": len(seeds),
+        "overall": overall,
+        "seed_std": seed_std,
+        "per_seed": {str(seed): {name: m["overall"][name] for name in names} for seed, m in zip(seeds, loaded, strict=True)},
+        "per_query": per_query,
+        "fold_mean": fold_mean,
+        "fold_std": fold_std,
+        **{key: loaded[0].get(key) for key in COUNTS},
+        "metrics_files": [str(p) for p in paths],
+    }
+    if out is not None:
+        write_json(Path(out), result)
+    return result

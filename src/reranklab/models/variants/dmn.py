@@ -1,0 +1,73 @@
+"""BERT-DMN: a fine-tuned cross-encoder feeding a dynamic memory network, pair-wise max-margin.
+
+(q, p) is encoded jointly; its output is split into the query's word pieces and the passage's
+sentences (mean of each sentence's word pieces; boundaries from the passage text); an input
+GRU over the sentences and a question GRU over the query (→ Q) feed an episodic memory of 4
+episodes (m⁰ = Q; attention-gated GRU, gate from [s; m; Q; s∘Q; s∘m; |s−Q|; |s−m|]); the
+answer is ``a = σ(W[c; Q; m])`` with c = [CLS]. Loss ``max(0, m − a+ + a−)``, m = 0.2.
+
+Defaults (the paper's): AdamW, learning rate 3e-5, 1,000 warm-up steps, margin 0.2, GRU and
+memory size 256 (``memory_hidden``), 4 episodes (``episodes``), head dropout 0.1
+(``head_dropout``). Override them in ``params.yaml: variants.dmn``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from reranklab.models.registry import VariantSpec, register_variant
+from reranklab.models.variants._settings import setting
+
+NAME = "dmn"
+HIDDEN, EPISODES, DROPOUT = 256, 4, 0.1
+
+
+def head_options(training: Mapping[str, Any]) -> dict[str, Any]:
+    """The DMN head's settings of a resolved ``training`` block (shared with ``dmn_lite``)."""
+    return {
+        "hidden": int(setting(training, "memory_hidden", HIDDEN)),
+        "episodes": int(setting(training, "episodes", EPISODES)),
+        "dropout": float(setting(training, "head_dropout", DROPOUT)),
+    }
+
+
+def build(encoder: str, training: Mapping[str, Any], max_length: int) -> Any:
+    """A fresh BERT-DMN on ``encoder``."""
+    from reranklab.models.bert_dmn import BertDMN
+
+    return BertDMN.from_encoder(encoder, variant=NAME, max_length=max_length, **head_options(training))
+
+
+def loss(model: Any, training: Mapping[str, Any]) -> Any:
+    """Pair-wise max-margin on ``a = σ(logit)`` with ``training.margin``."""
+    from reranklab.models.losses.pairwise_max_margin import PairwiseMaxMarginLoss
+
+    return PairwiseMaxMarginLoss(model, margin=float(training.get("margin", 0.2)))
+
+
+def featurize(model: Any, id_pairs: Iterable[tuple[str, str]], queries: Mapping[str, str], corpus: Mapping[str, str], *, progress: bool = True) -> Any:
+    """Tokenised pairs with each word piece's segment (query / sentence k / special)."""
+    from reranklab.models.segments import segmented_features
+
+    return segmented_features(model.tokenizer, id_pairs, queries, corpus, model.max_length, progress=progress)
+
+
+def load(directory: Any, device: Any = None) -> Any:
+    from reranklab.models.bert_dmn import BertDMN
+
+    return BertDMN.load(directory, device=device)
+
+
+SPEC = register_variant(
+    VariantSpec(
+        name=NAME,
+        example_kind="triplet",
+        description="BERT-DMN: BERT(q,p) split into query tokens and passage sentences -> GRUs + 4-episode memory; a = sigmoid(W[c;Q;m]), max-margin",
+        build=build,
+        loss=loss,
+        featurize=featurize,
+        load=load,
+        defaults={"learning_rate": 3e-5, "warmup_steps": 1000, "margin": 0.2, "memory_hidden": HIDDEN, "episodes": EPISODES, "head_dropout": DROPOUT},
+    )
+)

@@ -1,0 +1,72 @@
+"""``reranklab bench`` runs both engines on the same pairs and model (no timing is asserted)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from reranklab.bench import BenchSettings, format_report, peak_bf16_tflops, run_bench
+from reranklab.cli import main
+
+
+@pytest.fixture(scope="module")
+def train_report(tiny_bert):
+    settings = BenchSettings("train", "pointwise", 64, device="cpu", encoder=str(tiny_bert), pairs=40, batch_size=8, seed=3)
+    return run_bench(settings, progress=False)
+
+
+def test_bench_train_runs_both_engines_on_the_same_pairs(train_report, tiny_bert):
+    report = train_report
+    engine, baseline = report["engine"], report["baseline"]
+    assert (report["mode"], report["variant"], report["dataset"], report["device"]) == ("train", "pointwise", "sample", "cpu")
+    assert report["examples"] == 40 and engine["pairs"] == baseline["pairs"] == 40
+    assert engine["steps"] == baseline["steps"] == 5
+    # The same word pieces: the baseline pads every pair to max length, the engine per batch.
+    assert engine["tokens"] == baseline["tokens"] > 0
+    assert baseline["padded_tokens"] == 40 * 64
+    assert engine["tokens"] <= engine["padded_tokens"] < baseline["padded_tokens"]
+    assert engine["precision"] == "fp32" and engine["accumulation_steps"] == 1
+    for row in (engine, baseline):
+        assert row["pairs_per_s"] > 0 and row["seconds"] > 0 and row["mfu"] is None  # no peak on CPU
+    assert report["ratio"] == pytest.approx(engine["pairs_per_s"] / baseline["pairs_per_s"]) and report["ratio"] > 0
+    assert 0 < report["ratio_with_tokenisation"] <= report["ratio"]
+    assert report["parameters"] > report["non_embedding_parameters"] > 0
+    text = format_report(report)
+    assert "engine" in text and "baseline" in text and f"{report['ratio']:.2f}x" in text
+    json.dumps(report)
+
+
+def test_bench_rerank_scores_agree_between_the_engines(tiny_bert):
+    settings = BenchSettings("rerank", "bertlets", 64, device="cpu", encoder=str(tiny_bert), pairs=45, batch_size=8, eval_batch_size=16)
+    report = run_bench(settings, progress=False)
+    engine, baseline = report["engine"], report["baseline"]
+    # Whole candidate lists (BM25 top-30 of sample) until at least 45 pairs: two queries.
+    assert report["queries"] == 2 and engine["pairs"] == baseline["pairs"] == 60
+    assert (engine["batch_size"], baseline["batch_size"]) == (16, 8)
+    assert engine["tokens"] == baseline["tokens"] and baseline["padded_tokens"] == 60 * 64
+    assert report["max_score_difference"] < 1e-4  # same model, same word pieces, other padding
+    assert report["ratio"] > 0
+
+
+def test_bench_command_line_writes_json(tiny_bert, tmp_path, capsys):
+    out = tmp_path / "bench.json"
+    code = main(["bench", "rerank", "--variant", "pointwise", "--max-length", "32", "--device", "cpu", "--encoder", str(tiny_bert),
+                 "--pairs", "10", "--batch-size", "4", "--json", str(out)])
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert "ratio (engine / baseline pairs/s)" in printed
+    report = json.loads(out.read_text())
+    assert report["engine"]["pairs"] == report["baseline"]["pairs"] == 30
+    assert report["settings"]["max_length"] == 32
+    code = main(["bench", "train", "--variant", "nope", "--max-length", "32", "--device", "cpu", "--encoder", str(tiny_bert)])
+    assert code == 2 and "unknown variant 'nope'" in capsys.readouterr().err
+
+
+def test_peak_table():
+    assert peak_bf16_tflops("NVIDIA H100 80GB HBM3") == 989.4
+    assert peak_bf16_tflops("NVIDIA H200") == 989.4
+    assert peak_bf16_tflops("NVIDIA A100-SXM4-80GB") == 312.0
+    assert peak_bf16_tflops("NVIDIA L4") == 121.0
+    assert peak_bf16_tflops("NVIDIA L40S") == 362.05
+    assert peak_bf16_tflops("Tesla T4") is None  # no bf16 tensor cores

@@ -1,0 +1,284 @@
+"""Checkpoint/resume: atomic checkpoints, corrupt ones skipped, pruning, and a training job
+killed with SIGKILL mid-epoch that resumes to the very same model as an uninterrupted run."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+
+from reranklab.errors import ReranklabError
+from reranklab.io import write_run
+from reranklab.training.checkpoint import (
+    MANIFEST_FILE,
+    STATE_FILE,
+    FileCheckpointer,
+    fingerprint,
+    list_checkpoints,
+    read_manifest,
+)
+from reranklab.training.inference import rerank
+from reranklab.training.trainer import TrainState, linear_schedule, make_optimizer, train_model
+from tests.conftest import tool_env
+from tests.helpers_models import (
+    CORPUS,
+    QIDS,
+    QUERIES,
+    build_toy_bert,
+    candidates,
+    toy_cell,
+    write_examples,
+)
+
+# 8 steps per epoch (32 toy examples, batch 4); checkpoints every 5 steps fall mid-epoch.
+RESUME = {"epochs": 12, "learning_rate": 3e-3, "deterministic": True, "threads": 1}
+WAIT_S = 120
+
+
+# -- checkpoint files ------------------------------------------------------------------------
+
+
+def _state(seed: int = 0) -> TrainState:
+    torch.manual_seed(seed)
+    model = nn.Sequential(nn.Linear(4, 8), nn.LayerNorm(8), nn.Linear(8, 1))
+    optimizer = make_optimizer(model, 1e-2, 0.01)
+    scheduler = linear_schedule(optimizer, 2, 20)
+    return TrainState(model, nn.MSELoss(), optimizer, scheduler, total_steps=20, steps_per_epoch=10)
+
+
+def _step(state: TrainState) -> None:
+    x = torch.randn(3, 4)
+    loss = state.model(torch.nn.functional.dropout(x, 0.5)).pow(2).mean()
+    state.optimizer.zero_grad()
+    loss.backward()
+    state.optimizer.step()
+    state.scheduler.step()
+    state.losses.append(float(loss.detach()))
+    state.global_step += 1
+    state.step_in_epoch += 1
+    if state.step_in_epoch == state.steps_per_epoch:
+        state.epoch, state.step_in_epoch = state.epoch + 1, 0
+
+
+def test_checkpoints_restore_everything_and_prune(tmp_path):
+    state = _state()
+    ckpt = FileCheckpointer(tmp_path / "ck", "fp", every=2, keep=2, delete_when_done=False)
+    ckpt.restore(state)  # nothing yet: a fresh start
+    assert ckpt.resumed_from is None
+    for _ in range(6):
+        _step(state)
+        ckpt.step_done(state)
+    assert ckpt.written == [2, 4, 6]
+    assert [p.name for p in list_checkpoints(tmp_path / "ck")] == ["step-00000004", "step-00000006"]
+    expected_weights = {k: v.clone() for k, v in state.model.state_dict().items()}
+    expected_next = torch.rand(3)
+    ckpt.finished(state, tmp_path / "model")  # releases the lock; keeps the files (delete_when_done False)
+
+    resumed = _state(seed=123)
+    torch.manual_seed(999)  # the restored RNG state must win over whatever came before
+    FileCheckpointer(tmp_path / "ck", "fp").restore(resumed)
+    assert (resumed.global_step, resumed.epoch, resumed.step_in_epoch) == (6, 0, 6)
+    assert resumed.losses == state.losses
+    assert all(torch.equal(resumed.model.state_dict()[k], v) for k, v in expected_weights.items())
+    assert resumed.scheduler.last_epoch == 6 and resumed.optimizer.param_groups[0]["lr"] == state.optimizer.param_groups[0]["lr"]
+    assert torch.equal(torch.rand(3), expected_next)
+    # Continuing both gives identical weights: optimiser moments and dropout RNG came back too.
+    rng = torch.get_rng_state()  # one global generator: give both the same draws
+    _step(state)
+    torch.set_rng_state(rng)
+    _step(resumed)
+    assert all(torch.equal(resumed.model.state_dict()[k], v) for k, v in state.model.state_dict().items())
+
+
+def test_a_corrupt_or_partial_checkpoint_falls_back_to_the_previous_one(tmp_path, caplog):
+    state = _state()
+    ckpt = FileCheckpointer(tmp_path, "fp", every=2, keep=3, delete_when_done=False)
+    for _ in range(6):
+        _step(state)
+        ckpt.step_done(state)
+    ckpt.finished(state, tmp_path)
+    newest = tmp_path / "step-00000006"
+    with open(newest / STATE_FILE, "r+b") as handle:  # a torn write: the tail is missing
+        handle.truncate(os.path.getsize(newest / STATE_FILE) // 2)
+    partial = tmp_path / "step-00000008"  # renamed into place but no manifest (cannot happen, still handled)
+    partial.mkdir()
+    (partial / STATE_FILE).write_bytes(b"junk")
+    (tmp_path / ".step-00000010.abc.tmp").mkdir()  # a temporary directory of a killed writer
+
+    with pytest.raises(ReranklabError, match="sha256|bytes"):
+        read_manifest(newest)
+    resumed = _state(seed=5)
+    ckpt = FileCheckpointer(tmp_path, "fp")
+    ckpt.restore(resumed)
+    assert ckpt.resumed_from == 4 and resumed.global_step == 4
+    assert "skipping checkpoint" in caplog.text
+    # The bad ones and the temporary leftovers are cleared; the good one stays.
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name != ".lock") == ["step-00000002", "step-00000004"]
+
+
+def test_checkpoints_of_other_settings_are_never_resumed(tmp_path):
+    state = _state()
+    ckpt = FileCheckpointer(tmp_path, "old-settings", every=1, delete_when_done=False)
+    _step(state)
+    ckpt.step_done(state)
+    ckpt.finished(state, tmp_path)
+    fresh = _state()
+    other = FileCheckpointer(tmp_path, "new-settings")
+    other.restore(fresh)
+    assert other.resumed_from is None and fresh.global_step == 0
+    assert list_checkpoints(tmp_path) == []
+
+
+def test_one_writer_per_checkpoint_directory(tmp_path):
+    first = FileCheckpointer(tmp_path, "fp")
+    first.restore(_state())
+    with pytest.raises(ReranklabError, match="in use by another training process"):
+        FileCheckpointer(tmp_path, "fp").restore(_state())
+    first.finished(_state(), tmp_path)
+    assert not tmp_path.exists()  # delete_when_done: the checkpoints go once the model is saved
+
+
+def test_fingerprint_covers_settings_and_inputs_not_operational_keys(tmp_path):
+    examples = tmp_path / "e.parquet"
+    examples.write_bytes(b"a")
+    cell = {"seed": 1, "training": {"epochs": 2, "checkpoint_every": 5, "keep_checkpoints": 2}}
+    base = fingerprint(cell, [examples])
+    assert base == fingerprint({**cell, "training": {"epochs": 2, "checkpoint_every": 50, "keep_checkpoints": 9}}, [examples])
+    assert base != fingerprint({**cell, "training": {"epochs": 3, "checkpoint_every": 5}}, [examples])
+    examples.write_bytes(b"b")
+    assert base != fingerprint(cell, [examples])
+
+
+# -- a real training job, killed and resumed -------------------------------------------------
+
+
+@pytest.fixture(autouse=True)
+def _restore_determinism():
+    # train_model(deterministic=True) switches torch globally; leave other tests as they were.
+    enabled, cublas = torch.are_deterministic_algorithms_enabled(), os.environ.get("CUBLAS_WORKSPACE_CONFIG")
+    yield
+    torch.use_deterministic_algorithms(enabled)
+    if cublas is None:
+        os.environ.pop("CUBLAS_WORKSPACE_CONFIG", None)
+
+
+@pytest.fixture(scope="module")
+def toy(tmp_path_factory):
+    """The toy inputs (as the prepare/sample steps write them) and the uninterrupted reference."""
+    import pandas as pd
+
+    work = tmp_path_factory.mktemp("resume")
+    bert = build_toy_bert(work / "bert")
+    examples = write_examples(work / "examples.parquet", "pointwise")
+    (work / "queries.tsv").write_text("".join(f"{q}\t{t}\n" for q, t in QUERIES.items()))
+    pd.DataFrame({"pid": list(CORPUS), "text": list(CORPUS.values())}).to_parquet(work / "corpus.parquet", index=False)
+    enabled = torch.are_deterministic_algorithms_enabled()
+    stats = train_model(toy_cell("pointwise", bert, **RESUME), examples, QUERIES, CORPUS, work / "reference", threads=1, progress=False)
+    torch.use_deterministic_algorithms(enabled)
+    return {"work": work, "bert": bert, "examples": examples, "reference": work / "reference", "stats": stats,
+            "run": _run_file(work / "reference", work / "reference.run")}
+
+
+def _run_file(model_dir: Path, path: Path) -> bytes:
+    run = rerank(model_dir, candidates(), QIDS, QUERIES, CORPUS, batch_size=8, device="cpu", progress=False)
+    write_run(path, run, tag="toy")
+    return path.read_bytes()
+
+
+def _env() -> dict[str, str]:
+    env = tool_env()
+    env["RERANKLAB_GPU_BINDING"] = "0"
+    return env
+
+
+def _kill_after_first_checkpoint(command: list[str], checkpoints: Path, log: Path, cwd: Path | None = None) -> list[int]:
+    """Start ``command``, SIGKILL its whole process group once a checkpoint is complete; the
+    steps of the checkpoints it left."""
+    with open(log, "w") as handle:
+        process = subprocess.Popen(command, cwd=cwd, env=_env(), stdout=handle, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + WAIT_S
+        while not any((p / MANIFEST_FILE).is_file() for p in list_checkpoints(checkpoints)):
+            if process.poll() is not None:
+                raise AssertionError(f"{command[0]} ended (status {process.returncode}) before a checkpoint: {log.read_text()[-2000:]}")
+            if time.monotonic() > deadline:
+                raise AssertionError(f"no checkpoint in {checkpoints} within {WAIT_S} s")
+            time.sleep(0.005)
+        os.killpg(process.pid, signal.SIGSTOP)  # freeze it at once, then look, then kill
+        steps = [read_manifest(p)["global_step"] for p in list_checkpoints(checkpoints) if (p / MANIFEST_FILE).is_file()]
+        os.killpg(process.pid, signal.SIGKILL)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=WAIT_S)
+    assert process.returncode == -signal.SIGKILL
+    return steps
+
+
+def _check_resumed(toy, model_dir: Path, steps: list[int], log_text: str, checkpoints: Path, tmp_path: Path) -> None:
+    total = toy["stats"]["steps"]
+    assert steps and 0 < max(steps) < total, steps
+    stats = json.loads((model_dir / "train_stats.json").read_text())
+    assert stats["resumed_from_step"] >= max(steps) and stats["steps"] == total
+    assert "resumed from checkpoint" in log_text
+    assert not checkpoints.exists(), "checkpoints are deleted once the model is saved"
+    # Byte-identical: the re-ranked run of the resumed model and of the uninterrupted one.
+    assert _run_file(model_dir, tmp_path / "resumed.run") == toy["run"]
+    assert stats["epoch_losses"] == toy["stats"]["epoch_losses"] and stats["loss_curve"] == toy["stats"]["loss_curve"]
+
+
+def test_sigkilled_training_resumes_to_the_same_model(toy, tmp_path):
+    work = toy["work"]
+    out, checkpoints = tmp_path / "model", tmp_path / "checkpoints"
+    command = [
+        "reranklab", "train", "--examples", str(toy["examples"]), "--queries", str(work / "queries.tsv"),
+        "--corpus", str(work / "corpus.parquet"), "--out-dir", str(out), "--threads", "1",
+        "--checkpoint-dir", str(checkpoints), "--checkpoint-every", "5",
+        "--params", json.dumps(toy_cell("pointwise", toy["bert"], **RESUME)),
+    ]
+    steps = _kill_after_first_checkpoint(command, checkpoints, tmp_path / "killed.log")
+    assert not out.exists(), "the job was killed before saving its model"
+
+    result = subprocess.run(command, env=_env(), capture_output=True, text=True, timeout=WAIT_S)
+    assert result.returncode == 0, result.stderr[-3000:]
+    _check_resumed(toy, out, steps, result.stderr, checkpoints, tmp_path)
+
+
+@pytest.mark.integration
+def test_snakemake_unlock_and_rerun_incomplete_resume_the_killed_job(toy, repo, tmp_path):
+    """The whole Snakemake run is SIGKILLed mid-epoch (as when a node dies), then
+    ``snakemake --unlock`` and ``snakemake --rerun-incomplete`` finish the training job from its
+    checkpoint, outside the rule's outputs, to the same model as an uninterrupted run."""
+    for name in ("Snakefile", "params.yaml", "workflow", "envs"):
+        (shutil.copytree if (repo / name).is_dir() else shutil.copy)(repo / name, tmp_path / name)
+    # The train rule's inputs, as the prepare and sample steps leave them.
+    for source, target in ((toy["examples"], "samples/sample/fold0/pointwise.parquet"), (toy["work"] / "queries.tsv", "data/sample/queries.tsv"),
+                           (toy["work"] / "corpus.parquet", "data/sample/corpus.parquet")):
+        (tmp_path / "results" / target).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(source, tmp_path / "results" / target)
+    training = {k: v for k, v in toy_cell("pointwise", toy["bert"], **RESUME)["training"].items() if k in ("encoder", "device", "batch_size", *RESUME)}
+    config = {"study": "resume", "seed": 1, "datasets": ["sample"], "grid": {"variant": ["pointwise"], "max_length": [32]},
+              "training": {**training, "checkpoint_every": 5}}
+    (tmp_path / "test.yaml").write_text(json.dumps(config))
+    target = "results/models/sample/pointwise-L32/fold0"
+    options = ["--cores", "1", "--configfile", "test.yaml", "--allowed-rules", "train"]  # the inputs are there
+    checkpoints = tmp_path / "results/checkpoints/sample/pointwise-L32/fold0"
+
+    steps = _kill_after_first_checkpoint(["snakemake", target, *options], checkpoints, tmp_path / "killed.log", cwd=tmp_path)
+    assert not (tmp_path / target).exists() or not (tmp_path / target / "train_stats.json").exists()
+    assert checkpoints.is_dir(), "the checkpoints survive Snakemake's clean-up of the incomplete job"
+
+    for args in (["--unlock"], [target, "--rerun-incomplete"]):
+        result = subprocess.run(["snakemake", *args, *options], cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=WAIT_S)
+        assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
+    log_text = (tmp_path / "results/logs/train/sample/pointwise-L32/fold0.log").read_text()
+    _check_resumed(toy, tmp_path / target, steps, log_text, checkpoints, tmp_path)

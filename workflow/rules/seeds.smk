@@ -1,0 +1,51 @@
+# The seed axis (`seeds: [..]` in params.yaml): each re-ranker cell is trained, re-ranked,
+# evaluated, aggregated over folds and tracked once per seed under <cell>/seed<s>/ (the rules
+# above, with the seed in the {seed_dir} / {cell} wildcards); these two rules combine the seeds.
+# Without a seed axis they do not exist and nothing changes.
+
+
+def seed_files(pattern):
+    return lambda w: [pattern.format(dataset=w.dataset, cell=f"{w.variant}-L{w.max_length}", seed=s) for s in SEEDS]
+
+
+if SEEDS:
+
+    localrules:
+        aggregate_seeds,
+        track_seeds,
+
+    rule aggregate_seeds:
+        input:
+            metrics=seed_files("results/cells/{dataset}/{cell}/seed{seed}/metrics.json"),
+        output:
+            metrics="results/cells/{dataset}/{variant}-L{max_length}/metrics.json",
+        log:
+            "results/logs/aggregate_seeds/{dataset}/{variant}-L{max_length}.log",
+        message:
+            "Aggregating {wildcards.dataset}/{wildcards.variant}-L{wildcards.max_length} over seeds"
+        params:
+            seeds=" ".join(str(s) for s in SEEDS),
+        conda:
+            CONDA_ENV
+        shell:
+            "reranklab aggregate-seeds --metrics {input.metrics} --seeds {params.seeds} --out {output.metrics} > {log} 2>&1"
+
+    rule track_seeds:
+        input:
+            tracked=seed_files("results/cells/{dataset}/{cell}/seed{seed}/mlflow.json"),
+            metrics="results/cells/{dataset}/{variant}-L{max_length}/metrics.json",
+        output:
+            "results/cells/{dataset}/{variant}-L{max_length}/mlflow.json",
+        log:
+            "results/logs/track_seeds/{dataset}/{variant}-L{max_length}.log",
+        message:
+            "Logging {wildcards.dataset}/{wildcards.variant}-L{wildcards.max_length} to MLflow (a run per cell, its seeds nested)"
+        params:
+            settings=lambda w: as_json(cell_params(w.dataset, f"{w.variant}-L{w.max_length}")),
+            uri=CFG["mlflow"]["tracking_uri"],
+            experiment=CFG["mlflow"]["experiment"] or CFG["study"],
+        conda:
+            CONDA_ENV
+        shell:
+            "reranklab track-seeds --tracked {input.tracked} --metrics {input.metrics} --tracking-uri {params.uri:q}"
+            " --experiment {params.experiment:q} --out {output} --params {params.settings:q} > {log} 2>&1"
