@@ -562,6 +562,8 @@ def run_bench(settings: BenchSettings, progress: bool = True) -> dict[str, Any]:
             "non_embedding_parameters": non_embedding,
             **describe_device(device),
             "peak_bf16_tflops": peak,
+            "batch_size": int(training["batch_size"]),
+            "micro_batch_size": training.get("micro_batch_size"),
             "torch": torch.__version__,
             "transformers": transformers.__version__,
             "settings": asdict(settings),
@@ -597,8 +599,8 @@ def run_bench(settings: BenchSettings, progress: bool = True) -> dict[str, Any]:
     report["ratio_tokens"] = report["engine"]["tokens_per_s"] / report["baseline"]["tokens_per_s"]
     if settings.mode == "train":
         # With the one-off tokenisation counted against the engine (a cold feature cache).
-        tokenize = statistics.median(m.extra["tokenize_seconds"] for m in engine_runs)
-        report["ratio_with_tokenisation"] = report["engine"]["pairs"] / (report["engine"]["seconds"] + tokenize) / report["baseline"]["pairs_per_s"]
+        with_tokenisation = statistics.median(m.pairs / (m.seconds + m.extra["tokenize_seconds"]) for m in engine_runs)
+        report["ratio_with_tokenisation"] = with_tokenisation / report["baseline"]["pairs_per_s"]
     return report
 
 
@@ -620,7 +622,7 @@ def format_report(report: Mapping[str, Any]) -> str:
     s = report["settings"]
     if report["mode"] == "train":
         lines.append(
-            f"engine:   batch {s['batch_size'] or 'variant default'} (micro {s['micro_batch_size'] or 'same'}), length-grouped, dynamic padding, "
+            f"engine:   batch {report['batch_size']}" + (f" (micro batches of {report['micro_batch_size']})" if report.get("micro_batch_size") else "") + ", length-grouped, dynamic padding, "
             f"{engine.get('precision')}, fused AdamW, tokenised once ({statistics.median(r['tokenize_seconds'] for r in engine['runs']):.2f} s, not in the time), "
             f"{s['dataloader_workers']} workers{', gradient checkpointing' if s['gradient_checkpointing'] else ''}"
         )

@@ -7,6 +7,7 @@ beside it so it can be checked by hand.
 """
 
 from reranklab.models.losses.bertsel import BertSelLoss, bertsel_loss
+from reranklab.models.losses.pairwise_max_margin import PairwiseMaxMarginLoss, pairwise_max_margin
 from reranklab.models.losses.pairwise_softmax_ce import (
     PairwiseSoftmaxCrossEntropyLoss,
     pairwise_softmax_cross_entropy,
@@ -16,10 +17,12 @@ from reranklab.models.losses.triplet_softmax_hinge import TripletSoftmaxHingeLos
 
 __all__ = [
     "BertSelLoss",
+    "PairwiseMaxMarginLoss",
     "PairwiseSoftmaxCrossEntropyLoss",
     "PointwiseCrossEntropyLoss",
     "TripletSoftmaxHingeLoss",
     "bertsel_loss",
+    "pairwise_max_margin",
     "pairwise_softmax_cross_entropy",
     "pointwise_cross_entropy",
     "softmax_hinge",
