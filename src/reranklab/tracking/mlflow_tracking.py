@@ -24,7 +24,7 @@ import math
 import os
 import re
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -152,6 +152,14 @@ def _is_locked(exc: BaseException) -> bool:
             return True
         seen = seen.__cause__ or seen.__context__
     return False
+
+
+def abandon_runs(client: Any, run_ids: Iterable[str]) -> None:
+    """Mark runs FAILED and delete them, best effort (used when logging a cell fails part-way)."""
+    for run_id in run_ids:
+        with contextlib.suppress(Exception):
+            _retry(client.set_terminated, run_id, "FAILED")
+            _retry(client.delete_run, run_id)
 
 
 def _retry(call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
@@ -362,10 +370,7 @@ def track_cell(
             _retry(client.set_terminated, parent_id, "FINISHED")
         except BaseException:
             # Leave no half-logged cell behind; the earlier complete runs stay.
-            for run_id in created:
-                with contextlib.suppress(Exception):
-                    _retry(client.set_terminated, run_id, "FAILED")
-                    _retry(client.delete_run, run_id)
+            abandon_runs(client, created)
             raise
         for run_id in earlier:
             _retry(client.delete_run, run_id)

@@ -12,7 +12,6 @@ tracked again (Snakemake re-runs it, since the seed's ``mlflow.json`` changed).
 
 from __future__ import annotations
 
-import contextlib
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +25,7 @@ from reranklab.tracking.mlflow_tracking import (
     _retry,
     _runs_of_cell,
     _tags,
+    abandon_runs,
     ensure_experiment,
     metric_name,
     param_values,
@@ -101,9 +101,7 @@ def track_seeds(
                 _retry(client.set_tag, run_id, PARENT_TAG, parent_id)
             _retry(client.set_terminated, parent_id, "FINISHED")
         except BaseException:
-            with contextlib.suppress(Exception):
-                _retry(client.set_terminated, parent_id, "FAILED")
-                _retry(client.delete_run, parent_id)
+            abandon_runs(client, [parent_id])
             raise
         for run_id in earlier:
             _retry(client.delete_run, run_id)
