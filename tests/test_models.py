@@ -125,6 +125,20 @@ def test_loading_a_directory_without_reranker_json_names_the_file(tmp_path):
         load_reranker(tmp_path)
 
 
+def test_a_missing_or_misfit_head_names_its_file(toy_bert, tmp_path):
+    model = get_variant("pointwise").build(str(toy_bert), {}, 24)
+    model.save(tmp_path / "model")
+    head = tmp_path / "model" / "head.safetensors"
+    other = get_variant("bertlets").build(str(toy_bert), {}, 24)  # a 1-output head
+    other.save(tmp_path / "other")
+    head.write_bytes((tmp_path / "other" / "head.safetensors").read_bytes())
+    with pytest.raises(FormatError, match=r"head\.safetensors.*do not fit"):
+        load_reranker(tmp_path / "model")
+    head.unlink()
+    with pytest.raises(FormatError, match=r"head\.safetensors.*missing"):
+        load_reranker(tmp_path / "model")
+
+
 # --- features -------------------------------------------------------------------------------
 
 

@@ -21,17 +21,12 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from safetensors.torch import load_file, save_file
 from torch import nn
 
 from reranklab.errors import FormatError
-from reranklab.io.json_io import read_json, write_json
-from reranklab.models.encoder import load_encoder
+from reranklab.models.encoder import encoder_inputs, load_encoder
 from reranklab.models.heads.dmn import DynamicMemoryHead
-
-FORMAT_VERSION = 1
-HEAD_FILE = "head.safetensors"
-META_FILE = "reranker.json"
+from reranklab.models.saved import META_FILE, load_head, read_meta, ready, save_encoder_model
 
 
 def segment_features(hidden: torch.Tensor, segments: torch.Tensor) -> dict[str, torch.Tensor]:
@@ -75,16 +70,6 @@ def segment_features(hidden: torch.Tensor, segments: torch.Tensor) -> dict[str, 
         "sentences": sentences,
         "sentence_mask": counts > 0,
     }
-
-
-def encoder_inputs(
-    encoder: nn.Module, input_ids: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor | None
-) -> dict[str, torch.Tensor]:
-    """The keyword arguments of ``encoder`` (segment ids only when it has segment embeddings)."""
-    inputs = {"input_ids": input_ids, "attention_mask": attention_mask}
-    if token_type_ids is not None and getattr(encoder.config, "type_vocab_size", 0) > 0:
-        inputs["token_type_ids"] = token_type_ids
-    return inputs
 
 
 class BertDMN(nn.Module):
@@ -156,13 +141,8 @@ class BertDMN(nn.Module):
 
     def save(self, directory: str | Path) -> Path:
         """Write the encoder, tokenizer, head and ``reranker.json`` into ``directory``."""
-        out = Path(directory)
-        out.mkdir(parents=True, exist_ok=True)
-        self.encoder.save_pretrained(out)
-        self.tokenizer.save_pretrained(out)
-        save_head(self.head, out)
-        write_json(out / META_FILE, {"format_version": FORMAT_VERSION, "variant": self.variant, "head": self.head.config(), "max_length": self.max_length, "encoder": self.encoder_name})
-        return out
+        meta = {"variant": self.variant, "head": self.head.config(), "max_length": self.max_length, "encoder": self.encoder_name}
+        return save_encoder_model(directory, self.encoder, self.tokenizer, self.head, meta)
 
     @classmethod
     def load(cls, directory: str | Path, device: torch.device | str | None = None) -> BertDMN:
@@ -185,32 +165,4 @@ class BertDMN(nn.Module):
         except (KeyError, TypeError, ValueError) as exc:
             raise FormatError(path / META_FILE, None, f"incomplete or invalid BERT-DMN description ({exc!r})") from None
         load_head(model.head, path)
-        model.eval()
-        if device is not None:
-            model.to(device)
-        return model
-
-
-def save_head(head: nn.Module, directory: Path) -> None:
-    """Write ``head``'s parameters to ``directory/head.safetensors``."""
-    state = {name: tensor.detach().cpu().contiguous() for name, tensor in head.state_dict().items()}
-    save_file(state, str(directory / HEAD_FILE), metadata={"format": "pt"})
-
-
-def load_head(head: nn.Module, directory: Path) -> None:
-    """Load ``directory/head.safetensors`` into ``head`` (names and shapes must match)."""
-    path = directory / HEAD_FILE
-    if not path.is_file():
-        raise FormatError(path, None, "the head's weights are missing")
-    try:
-        head.load_state_dict(load_file(str(path)))
-    except RuntimeError as exc:
-        raise FormatError(path, None, f"the head's weights do not fit its description ({exc})") from None
-
-
-def read_meta(directory: Path) -> dict[str, Any]:
-    """``reranker.json`` of a saved model directory (FormatError when it is missing)."""
-    path = directory / META_FILE
-    if not path.is_file():
-        raise FormatError(path, None, "not a saved re-ranker (reranker.json is missing)")
-    return read_json(path)
+        return ready(model, device)

@@ -23,12 +23,11 @@ from typing import Any
 
 import numpy as np
 import torch
-from safetensors.torch import load_file, save_file
 from torch import nn
 
 from reranklab.errors import ReranklabError
-from reranklab.io.json_io import read_json
-from reranklab.models.reranker import META_FILE, CrossEncoderReranker, load_reranker
+from reranklab.models.reranker import CrossEncoderReranker, load_reranker
+from reranklab.models.saved import load_tensors, read_meta, ready, save_tensors
 from reranklab.training.features import EncodedPairs
 
 POOLING_FILE = "pooling.safetensors"
@@ -152,9 +151,8 @@ class ChunkedReranker(CrossEncoderReranker):
 
     def save(self, directory: str | Path) -> Path:
         out = super().save(directory)
-        state = {name: tensor.detach().cpu().contiguous() for name, tensor in self.pooling.state_dict().items()}
-        if state:
-            save_file(state, str(out / POOLING_FILE), metadata={"format": "pt"})
+        if self.pooling.state_dict():  # max-pooling has no parameters
+            save_tensors(self.pooling, out / POOLING_FILE)
         return out
 
 
@@ -168,7 +166,7 @@ def load_chunked(directory: str | Path, device: torch.device | str | None = None
     """
     path = Path(directory)
     base = load_reranker(path)
-    head = read_json(path / META_FILE)["head"]
+    head = read_meta(path)["head"]
     model = ChunkedReranker(
         base.encoder,
         base.tokenizer,
@@ -183,12 +181,9 @@ def load_chunked(directory: str | Path, device: torch.device | str | None = None
         attention_size=int(head.get("attention_size", 192)),
     )
     model.head.load_state_dict(base.head.state_dict())
-    if (path / POOLING_FILE).is_file():
-        model.pooling.load_state_dict(load_file(str(path / POOLING_FILE)))
-    model.eval()
-    if device is not None:
-        model.to(device)
-    return model
+    if model.pooling.state_dict():
+        load_tensors(model.pooling, path / POOLING_FILE, "the attention pooling's weights")
+    return ready(model, device)
 
 
 @dataclass(frozen=True)

@@ -108,6 +108,16 @@ def load_encoder(name: str, **model_kwargs: Any) -> tuple[PreTrainedModel, PreTr
     return model, tokenizer
 
 
+def encoder_inputs(
+    encoder: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor | None
+) -> dict[str, torch.Tensor]:
+    """The keyword arguments of ``encoder`` (segment ids only when it has segment embeddings)."""
+    inputs = {"input_ids": input_ids, "attention_mask": attention_mask}
+    if token_type_ids is not None and getattr(encoder.config, "type_vocab_size", 0) > 0:
+        inputs["token_type_ids"] = token_type_ids
+    return inputs
+
+
 def select_device(setting: str = "auto") -> torch.device:
     """The torch device for ``training.device``.
 

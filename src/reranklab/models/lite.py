@@ -25,10 +25,9 @@ import torch
 from torch import nn
 
 from reranklab.errors import FormatError
-from reranklab.io.json_io import write_json
-from reranklab.models.bert_dmn import FORMAT_VERSION, META_FILE, load_head, read_meta, save_head
 from reranklab.models.heads.dmn import DynamicMemoryHead
 from reranklab.models.heads.linear import ClsLinearHead
+from reranklab.models.saved import META_FILE, load_head, read_meta, ready, save_head, write_meta
 
 HEADS: dict[str, tuple[type[nn.Module], tuple[str, ...]]] = {
     "dmn": (DynamicMemoryHead, ("cls", "query", "sentences")),
@@ -121,10 +120,9 @@ class LiteReranker(nn.Module):
         out = Path(directory)
         out.mkdir(parents=True, exist_ok=True)
         save_head(self.head, out)
-        write_json(
-            out / META_FILE,
+        write_meta(
+            out,
             {
-                "format_version": FORMAT_VERSION,
                 "variant": self.variant,
                 "head_kind": self.head_kind,
                 "head": self.head.config(),
@@ -148,10 +146,7 @@ class LiteReranker(nn.Module):
         except (KeyError, TypeError, ValueError) as exc:
             raise FormatError(path / META_FILE, None, f"incomplete or invalid lite re-ranker description ({exc!r})") from None
         load_head(model.head, path)
-        model.eval()
-        if device is not None:
-            model.to(device)
-        return model
+        return ready(model, device)
 
 
 def lite_features(

@@ -17,16 +17,11 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from safetensors.torch import load_file, save_file
 from torch import nn
 
 from reranklab.errors import FormatError
-from reranklab.io.json_io import read_json, write_json
-from reranklab.models.encoder import load_encoder
-
-FORMAT_VERSION = 1
-HEAD_FILE = "head.safetensors"
-META_FILE = "reranker.json"
+from reranklab.models.encoder import encoder_inputs, load_encoder
+from reranklab.models.saved import META_FILE, load_head, read_meta, ready, save_encoder_model
 
 
 def _p_relevant(logits: torch.Tensor) -> torch.Tensor:
@@ -108,7 +103,6 @@ class CrossEncoderReranker(nn.Module):
         # BERT's own initialisation of classification heads.
         nn.init.normal_(self.head.weight, mean=0.0, std=getattr(config, "initializer_range", 0.02))
         nn.init.zeros_(self.head.bias)
-        self._accepts_token_types = getattr(config, "type_vocab_size", 0) > 0
 
     @classmethod
     def from_encoder(cls, encoder: str, **kwargs: Any) -> CrossEncoderReranker:
@@ -148,10 +142,7 @@ class CrossEncoderReranker(nn.Module):
         token_type_ids: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """``BERT(q, p)``: the pooled [CLS] vectors ``[B, hidden]`` of padded sequences."""
-        inputs = {"input_ids": input_ids, "attention_mask": attention_mask}
-        if token_type_ids is not None and self._accepts_token_types:
-            inputs["token_type_ids"] = token_type_ids
-        outputs = self.encoder(**inputs)
+        outputs = self.encoder(**encoder_inputs(self.encoder, input_ids, attention_mask, token_type_ids))
         pooled = getattr(outputs, "pooler_output", None)
         if pooled is None:
             pooled = outputs.last_hidden_state[:, 0]
@@ -166,24 +157,14 @@ class CrossEncoderReranker(nn.Module):
 
     def save(self, directory: str | Path) -> Path:
         """Write the encoder, tokenizer, head and ``reranker.json`` into ``directory``."""
-        out = Path(directory)
-        out.mkdir(parents=True, exist_ok=True)
-        self.encoder.save_pretrained(out)
-        self.tokenizer.save_pretrained(out)
-        head = {name: tensor.detach().cpu().contiguous() for name, tensor in self.head.state_dict().items()}
-        save_file(head, str(out / HEAD_FILE), metadata={"format": "pt"})
-        write_json(
-            out / META_FILE,
-            {
-                "format_version": FORMAT_VERSION,
-                "variant": self.variant,
-                "head": self.head_config(),
-                "max_length": self.max_length,
-                "encoder": self.encoder_name,
-                "inputs": self.inputs,
-            },
-        )
-        return out
+        meta = {
+            "variant": self.variant,
+            "head": self.head_config(),
+            "max_length": self.max_length,
+            "encoder": self.encoder_name,
+            "inputs": self.inputs,
+        }
+        return save_encoder_model(directory, self.encoder, self.tokenizer, self.head, meta)
 
 
 def load_reranker(directory: str | Path, device: torch.device | str | None = None) -> CrossEncoderReranker:
@@ -199,10 +180,7 @@ def load_reranker(directory: str | Path, device: torch.device | str | None = Non
         ('pointwise', 256)
     """
     path = Path(directory)
-    meta_path = path / META_FILE
-    if not meta_path.is_file():
-        raise FormatError(meta_path, None, "not a saved re-ranker (reranker.json is missing)")
-    meta = read_json(meta_path)
+    meta = read_meta(path)
     try:
         head = meta["head"]
         encoder, tokenizer = load_encoder(str(path.resolve()))
@@ -218,9 +196,6 @@ def load_reranker(directory: str | Path, device: torch.device | str | None = Non
             inputs=meta.get("inputs"),
         )
     except (KeyError, TypeError, ValueError) as exc:
-        raise FormatError(meta_path, None, f"incomplete or invalid re-ranker description ({exc!r})") from None
-    model.head.load_state_dict(load_file(str(path / HEAD_FILE)))
-    model.eval()
-    if device is not None:
-        model.to(device)
-    return model
+        raise FormatError(path / META_FILE, None, f"incomplete or invalid re-ranker description ({exc!r})") from None
+    load_head(model.head, path)
+    return ready(model, device)

@@ -22,13 +22,12 @@ from typing import Any, ClassVar
 
 import numpy as np
 import torch
-from safetensors.torch import load_file, save_file
+from safetensors.torch import load_file
 from torch import nn
 
 from reranklab.errors import ConfigError, FormatError
 from reranklab.io.atomic import atomic_write_text
-from reranklab.io.json_io import write_json
-from reranklab.models.bert_dmn import FORMAT_VERSION, META_FILE, read_meta
+from reranklab.models.saved import META_FILE, read_meta, ready, save_tensors, write_meta
 from reranklab.models.segments import distinct_pairs
 from reranklab.models.word_vectors import (
     PAD,
@@ -150,13 +149,11 @@ class StaticWordRanker(nn.Module):
             raise ValueError("the model has no vocabulary yet (featurize its training pairs first)")
         out = Path(directory)
         out.mkdir(parents=True, exist_ok=True)
-        state = {name: tensor.detach().cpu().contiguous() for name, tensor in self.state_dict().items()}
-        save_file(state, str(out / WEIGHTS_FILE), metadata={"format": "pt"})
+        save_tensors(self, out / WEIGHTS_FILE)
         atomic_write_text(out / VOCAB_FILE, "\n".join(self.vocabulary) + "\n")
         if self.tokenizer is not None:
             self.tokenizer.save_pretrained(out)
         meta = {
-            "format_version": FORMAT_VERSION,
             "variant": self.variant,
             "arch": self.arch,
             "options": self.options(),
@@ -166,7 +163,7 @@ class StaticWordRanker(nn.Module):
             "vocabulary": len(self.vocabulary),
             "unknown_vectors": self.unknown_vectors,
         }
-        write_json(out / META_FILE, meta)
+        write_meta(out, meta)
         return out
 
     @classmethod
@@ -196,10 +193,7 @@ class StaticWordRanker(nn.Module):
             model.load_state_dict(state)
         except RuntimeError as exc:
             raise FormatError(path / WEIGHTS_FILE, None, f"the weights do not fit the description ({exc})") from None
-        model.eval()
-        if device is not None:
-            model.to(device)
-        return model
+        return ready(model, device)
 
 
 def _ragged(arrays: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:

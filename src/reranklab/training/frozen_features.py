@@ -119,7 +119,8 @@ def extract_features(
         >>> arrays.cls.shape, arrays.counts("sentences").tolist()  # doctest: +SKIP
         ((1, 384), [2])
     """
-    from reranklab.models.bert_dmn import encoder_inputs, segment_features
+    from reranklab.models.bert_dmn import segment_features
+    from reranklab.models.encoder import encoder_inputs
     from reranklab.models.segments import encode_segmented_pairs, pad_segments
     from reranklab.training.batching import length_sorted_batches, pad_batch
 

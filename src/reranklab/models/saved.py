@@ -1,0 +1,98 @@
+"""The on-disk layout every saved re-ranker shares, and the helpers that write and read it.
+
+A saved model is a directory holding ``reranker.json`` (variant, head settings, max length,
+encoder; :data:`META_FILE`) and its tensors as safetensors files: ``head.safetensors`` for a head
+on an encoder, other names for other parts (the chunked pooling, the word baselines' weights).
+A fine-tuned encoder and its tokenizer are written next to them with ``save_pretrained``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, TypeVar
+
+import torch
+from safetensors.torch import load_file, save_file
+from torch import nn
+
+from reranklab.errors import FormatError
+from reranklab.io.json_io import read_json, write_json
+
+FORMAT_VERSION = 1
+HEAD_FILE = "head.safetensors"
+META_FILE = "reranker.json"
+
+ModuleT = TypeVar("ModuleT", bound=nn.Module)
+
+
+def save_tensors(module: nn.Module, path: Path) -> None:
+    """Write ``module``'s parameters and buffers to the safetensors file ``path`` (on CPU)."""
+    state = {
+        name: tensor.detach().cpu().contiguous() for name, tensor in module.state_dict().items()
+    }
+    save_file(state, str(path), metadata={"format": "pt"})
+
+
+def load_tensors(module: nn.Module, path: Path, what: str = "the head's weights") -> None:
+    """Load the safetensors file ``path`` into ``module`` (names and shapes must match).
+
+    Raises:
+        FormatError: naming ``path`` when it is missing or does not fit ``module``.
+    """
+    if not path.is_file():
+        raise FormatError(path, None, f"{what} are missing")
+    try:
+        module.load_state_dict(load_file(str(path)))
+    except RuntimeError as exc:
+        raise FormatError(
+            path, None, f"{what} do not fit the model's description ({exc})"
+        ) from None
+
+
+def save_head(head: nn.Module, directory: Path) -> None:
+    """Write ``head``'s parameters to ``directory/head.safetensors``."""
+    save_tensors(head, directory / HEAD_FILE)
+
+
+def load_head(head: nn.Module, directory: Path) -> None:
+    """Load ``directory/head.safetensors`` into ``head``."""
+    load_tensors(head, directory / HEAD_FILE)
+
+
+def write_meta(directory: Path, meta: dict[str, Any]) -> None:
+    """Write ``reranker.json`` (with the format version first) atomically."""
+    write_json(directory / META_FILE, {"format_version": FORMAT_VERSION, **meta})
+
+
+def read_meta(directory: Path) -> dict[str, Any]:
+    """``reranker.json`` of a saved model directory (FormatError when it is missing)."""
+    path = directory / META_FILE
+    if not path.is_file():
+        raise FormatError(path, None, "not a saved re-ranker (reranker.json is missing)")
+    return read_json(path)
+
+
+def save_encoder_model(
+    directory: str | Path, encoder: Any, tokenizer: Any, head: nn.Module, meta: dict[str, Any]
+) -> Path:
+    """Write a fine-tuned encoder, its tokenizer, its head and ``reranker.json`` to ``directory``.
+
+    Example:
+        >>> save_encoder_model("results/models/x", model.encoder, model.tokenizer, model.head,
+        ...     {"variant": "pointwise", "max_length": 128})  # doctest: +SKIP
+    """
+    out = Path(directory)
+    out.mkdir(parents=True, exist_ok=True)
+    encoder.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    save_head(head, out)
+    write_meta(out, meta)
+    return out
+
+
+def ready(model: ModuleT, device: torch.device | str | None) -> ModuleT:
+    """A loaded model in eval mode, moved to ``device`` when one is given."""
+    model.eval()
+    if device is not None:
+        model.to(device)
+    return model
