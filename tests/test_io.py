@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from reranklab.errors import FormatError
@@ -98,3 +100,22 @@ def test_atomic_path_leaves_nothing_on_error(tmp_path):
         raise RuntimeError("killed")
     assert target.read_text() == "old"
     assert list(tmp_path.iterdir()) == [target]
+
+
+def test_atomic_directory_replaces_the_whole_directory_or_nothing(tmp_path):
+    from reranklab.io.atomic import atomic_directory
+
+    target = tmp_path / "models" / "fold0"
+    target.mkdir(parents=True)
+    (target / "old.bin").write_text("old")
+    with pytest.raises(RuntimeError), atomic_directory(target) as tmp:
+        (tmp / "new.bin").write_text("half")
+        raise RuntimeError("killed while saving")
+    assert sorted(p.name for p in target.iterdir()) == ["old.bin"]
+    with atomic_directory(target) as tmp:
+        (tmp / "new.bin").write_text("new")
+    assert sorted(p.name for p in target.iterdir()) == ["new.bin"]
+    assert sorted(p.name for p in target.parent.iterdir()) == ["fold0"]  # no temporary left behind
+    umask = os.umask(0)
+    os.umask(umask)
+    assert target.stat().st_mode & 0o777 == 0o777 & ~umask  # not mkdtemp's private 0700

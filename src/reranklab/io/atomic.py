@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -44,3 +45,45 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
     """Write ``data`` to ``path`` atomically."""
     with atomic_path(path) as tmp:
         tmp.write_bytes(data)
+
+
+def temporary_directory(beside: Path) -> Path:
+    """A new empty directory next to ``beside`` (same file system), with the usual permissions.
+
+    ``mkdtemp`` makes directories private (0700); what is renamed into ``results/`` should get
+    the mode the umask gives, as a plain ``mkdir`` would.
+    """
+    beside.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{beside.name}.", suffix=".tmp", dir=beside.parent))
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o777 & ~umask)
+    return tmp
+
+
+@contextlib.contextmanager
+def atomic_directory(path: str | os.PathLike[str]) -> Iterator[Path]:
+    """Yield a temporary directory beside ``path``; on success it replaces ``path`` as a whole.
+
+    A reader sees the old directory or the new one, never a mix; on error the temporary
+    directory is removed and ``path`` is untouched.
+
+    Example:
+        >>> with atomic_directory("results/models/sample/pointwise-L128/fold0") as tmp:  # doctest: +SKIP
+        ...     model.save(tmp)
+    """
+    final = Path(path)
+    tmp = temporary_directory(final)
+    try:
+        yield tmp
+        old = None
+        if final.exists():
+            # os.replace cannot overwrite a non-empty directory: move the old one aside first.
+            old = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".old", dir=final.parent))
+            os.replace(final, old / final.name)
+        os.replace(tmp, final)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise

@@ -44,7 +44,6 @@ import json
 import logging
 import os
 import shutil
-import tempfile
 from collections.abc import Iterator, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -53,6 +52,7 @@ from typing import Any
 
 import numpy as np
 
+from reranklab.io.atomic import temporary_directory
 from reranklab.io.json_io import read_json, write_json
 from reranklab.training import features
 from reranklab.training.features import EncodedPairs
@@ -254,11 +254,8 @@ class FeatureCache:
         final = self.directory / name
         if final.is_dir():
             return final
-        tmp = Path(tempfile.mkdtemp(prefix=f".{name}.", suffix=".tmp", dir=self.directory))
+        tmp = temporary_directory(final)
         try:
-            umask = os.umask(0)
-            os.umask(umask)
-            os.chmod(tmp, 0o777 & ~umask)  # mkdtemp makes it private
             for array_name in ARRAYS:
                 value = getattr(shard, array_name)
                 if value is not None:

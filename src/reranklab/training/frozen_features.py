@@ -19,11 +19,7 @@ encoded once, before the first epoch, and kept in memory.
 from __future__ import annotations
 
 import logging
-import os
-import shutil
-import tempfile
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,6 +31,7 @@ import torch
 from tqdm.auto import tqdm
 
 from reranklab.errors import ConfigError, FormatError
+from reranklab.io.atomic import atomic_directory
 from reranklab.io.json_io import read_json, write_json
 
 log = logging.getLogger(__name__)
@@ -162,28 +159,6 @@ def extract_features(
     return arrays
 
 
-@contextmanager
-def _atomic_directory(final: Path) -> Iterator[Path]:
-    final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".tmp", dir=final.parent))
-    try:
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o777 & ~umask)
-        yield tmp
-        old = None
-        if final.exists():
-            # os.replace cannot overwrite a non-empty directory: move the old one aside first.
-            old = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".old", dir=final.parent))
-            os.replace(final, old / final.name)
-        os.replace(tmp, final)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-
-
 def write_frozen_cache(
     directory: str | Path,
     keys: Sequence[tuple[str, str]],
@@ -219,7 +194,7 @@ def write_frozen_cache(
     if len(set(keys)) != len(keys) or len(keys) != len(texts):
         raise ValueError("keys must be distinct and match texts one to one")
     directory = Path(directory)
-    with _atomic_directory(directory) as tmp:
+    with atomic_directory(directory) as tmp:
         arrays = extract_features(encoder, tokenizer, texts, max_length, fields, batch_size=batch_size, device=device, out_dir=tmp, progress=progress)
         for name in _RAGGED.values():
             offsets = getattr(arrays, name)

@@ -12,10 +12,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
-import os
 import random
-import shutil
-import tempfile
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -30,6 +27,7 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from reranklab.errors import ConfigError, FormatError
+from reranklab.io.atomic import atomic_directory
 from reranklab.io.json_io import write_json
 from reranklab.models.encoder import select_device, set_threads
 from reranklab.models.registry import get_variant
@@ -225,26 +223,9 @@ def _check_ids(columns: Mapping[str, list[Any]], pid_columns: tuple[str, ...], q
 
 def save_atomically(model: Any, stats: Mapping[str, Any], out_dir: Path) -> None:
     """Save into a temporary directory beside ``out_dir`` and rename it into place."""
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", suffix=".tmp", dir=out_dir.parent))
-    try:
-        # mkdtemp makes the directory private (0700); the model should get the usual mode.
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o777 & ~umask)
+    with atomic_directory(out_dir) as tmp:
         model.save(tmp)
         write_json(tmp / STATS_FILE, dict(stats))
-        old = None
-        if out_dir.exists():
-            # os.replace cannot overwrite a non-empty directory: move the old one aside first.
-            old = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", suffix=".old", dir=out_dir.parent))
-            os.replace(out_dir, old / out_dir.name)
-        os.replace(tmp, out_dir)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
 
 
 def _effective_threads(training: Mapping[str, Any], threads: int) -> int:
