@@ -16,22 +16,14 @@ from reranklab.data.base import RawFile
 from reranklab.data.download import fetch_dataset, sha256_of
 from reranklab.errors import ConfigError, DownloadError, FormatError
 from reranklab.io import read_corpus, read_json, read_qrels, read_queries
+from tests.helpers_data import copy_fixture, mirror_folder
 
 FIXTURE = Path(__file__).parent / "fixtures" / "antique"
 
 
-def _mirror_folder(mirror: Path, folder: str, probe: str) -> Path:
-    """The dataset's folder in the mirror; skip when this mirror does not hold it."""
-    if not (mirror / folder / probe).is_file():
-        pytest.skip(f"the mirror {mirror} has no {folder}/{probe}")
-    return mirror / folder
-
-
 @pytest.fixture
 def raw(tmp_path: Path) -> Path:
-    target = tmp_path / "raw"
-    shutil.copytree(FIXTURE, target)
-    return target
+    return copy_fixture("antique", tmp_path)
 
 
 def test_registered_with_the_bert_dmn_protocol() -> None:
@@ -143,7 +135,7 @@ def test_a_published_md5_is_checked(tmp_path: Path) -> None:
 
 @pytest.mark.mirror
 def test_specs_match_the_real_files(mirror: Path) -> None:
-    folder = _mirror_folder(mirror, "antique", "antique-train.qrel")
+    folder = mirror_folder(mirror, "antique", "antique-train.qrel")
     for spec in Antique().files[1:]:
         path = folder / spec.name
         assert (path.stat().st_size, sha256_of(path)) == (spec.size, spec.sha256)
@@ -152,7 +144,7 @@ def test_specs_match_the_real_files(mirror: Path) -> None:
 @pytest.mark.mirror
 def test_real_queries_and_qrels(mirror: Path, tmp_path: Path) -> None:
     raw = tmp_path / "raw"
-    shutil.copytree(_mirror_folder(mirror, "antique", "antique-train.qrel"), raw)
+    shutil.copytree(mirror_folder(mirror, "antique", "antique-train.qrel"), raw)
     shutil.copy(FIXTURE / COLLECTION, raw / COLLECTION)  # the mirror has no collection
     out = tmp_path / "out"
     stats = Antique().prepare(raw, out)

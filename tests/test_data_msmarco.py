@@ -22,6 +22,7 @@ from reranklab.data.msmarco import (
 )
 from reranklab.errors import ConfigError, DownloadError, FormatError
 from reranklab.io import read_corpus, read_json, read_qrels, read_queries
+from tests.helpers_data import copy_fixture
 
 FIXTURE = Path(__file__).parent / "fixtures" / "msmarco"
 FILES = ("collection.tsv", "queries.train.tsv", "qrels.train.tsv", "queries.dev.small.tsv", "qrels.dev.small.tsv")
@@ -29,9 +30,7 @@ FILES = ("collection.tsv", "queries.train.tsv", "qrels.train.tsv", "queries.dev.
 
 @pytest.fixture
 def raw(tmp_path: Path) -> Path:
-    target = tmp_path / "raw"
-    shutil.copytree(FIXTURE, target)
-    return target
+    return copy_fixture("msmarco", tmp_path)
 
 
 def test_registered_with_the_monobert_protocol() -> None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import io
 import math
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +24,7 @@ from reranklab.data.trec_car import (
 )
 from reranklab.errors import ConfigError, FormatError
 from reranklab.io import read_corpus, read_json, read_qrels, read_queries
+from tests.helpers_data import copy_fixture
 
 FIXTURE = Path(__file__).parent / "fixtures" / "trec_car"
 
@@ -183,9 +183,7 @@ def test_query_text_from_hierarchical_ids() -> None:
 
 @pytest.fixture
 def raw(tmp_path: Path) -> Path:
-    target = tmp_path / "raw"
-    shutil.copytree(FIXTURE, target)
-    return target
+    return copy_fixture("trec_car", tmp_path)
 
 
 def test_prepare_fixture_end_to_end(raw: Path, tmp_path: Path) -> None:

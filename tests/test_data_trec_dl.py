@@ -14,16 +14,10 @@ from reranklab.data.download import sha256_of
 from reranklab.data.trec_dl import QRELS, TOPICS, TrecDL2019, read_test_topics
 from reranklab.errors import ConfigError, FormatError
 from reranklab.io import read_json, read_qrels, read_queries
+from tests.helpers_data import mirror_folder
 
 FIXTURES = Path(__file__).parent / "fixtures"
 MSMARCO_FILES = ("collection.tsv", "queries.train.tsv", "qrels.train.tsv")
-
-
-def _mirror_folder(mirror: Path, folder: str, probe: str) -> Path:
-    """The dataset's folder in the mirror; skip when this mirror does not hold it."""
-    if not (mirror / folder / probe).is_file():
-        pytest.skip(f"the mirror {mirror} has no {folder}/{probe}")
-    return mirror / folder
 
 
 def _raw(tmp_path: Path, topics_from: Path) -> Path:
@@ -100,7 +94,7 @@ def test_topics_and_qrels_must_agree(raw: Path) -> None:
 
 @pytest.mark.mirror
 def test_real_topics_and_qrels(mirror: Path) -> None:
-    folder = _mirror_folder(mirror, "trec_dl_2019", QRELS)
+    folder = mirror_folder(mirror, "trec_dl_2019", QRELS)
     for spec in TrecDL2019().files[3:]:
         assert ((folder / spec.name).stat().st_size, sha256_of(folder / spec.name)) == (spec.size, spec.sha256)
     queries, qrels, by_grade = read_test_topics(folder)
@@ -115,7 +109,7 @@ def test_real_topics_and_qrels(mirror: Path) -> None:
 
 @pytest.mark.mirror
 def test_real_topics_with_the_msmarco_fixture(mirror: Path, tmp_path: Path) -> None:
-    raw = _raw(tmp_path, _mirror_folder(mirror, "trec_dl_2019", QRELS))
+    raw = _raw(tmp_path, mirror_folder(mirror, "trec_dl_2019", QRELS))
     out = tmp_path / "out"
     stats = TrecDL2019().prepare(raw, out, {"train_queries": 2, "train_seed": 3})
     assert stats["split"] == {"train": 2, "dev": 0, "test": 43}

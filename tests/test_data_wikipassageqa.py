@@ -14,22 +14,14 @@ from reranklab.data.download import sha256_of
 from reranklab.data.wikipassageqa import WikiPassageQA, read_split
 from reranklab.errors import ConfigError, DownloadError, FormatError
 from reranklab.io import rank_order, read_corpus, read_json, read_qrels, read_queries, read_run
+from tests.helpers_data import copy_fixture, mirror_folder
 
 FIXTURE = Path(__file__).parent / "fixtures" / "wikipassageqa"
 
 
-def _mirror_folder(mirror: Path, folder: str, probe: str) -> Path:
-    """The dataset's folder in the mirror; skip when this mirror does not hold it."""
-    if not (mirror / folder / probe).is_file():
-        pytest.skip(f"the mirror {mirror} has no {folder}/{probe}")
-    return mirror / folder
-
-
 @pytest.fixture
 def raw(tmp_path: Path) -> Path:
-    target = tmp_path / "raw"
-    shutil.copytree(FIXTURE, target)
-    return target
+    return copy_fixture("wikipassageqa", tmp_path)
 
 
 def test_registered_with_mass_et_al_protocol() -> None:
@@ -154,7 +146,7 @@ def test_missing_file_and_options(raw: Path) -> None:
 
 @pytest.mark.mirror
 def test_real_split_files_counts_and_records(mirror: Path) -> None:
-    folder = _mirror_folder(mirror, "wikipassageqa", "test.tsv")
+    folder = mirror_folder(mirror, "wikipassageqa", "test.tsv")
     splits = {name: read_split(folder / f"{name}.tsv") for name in ("train", "dev", "test")}
     assert {name: len(qs) for name, qs in splits.items()} == {"train": 3332, "dev": 417, "test": 416}
     assert {name: sum(len(q.relevant) for q in qs) for name, qs in splits.items()} == {"train": 5560, "dev": 707, "test": 700}
@@ -170,7 +162,7 @@ def test_real_split_files_counts_and_records(mirror: Path) -> None:
 
 @pytest.mark.mirror
 def test_specs_match_the_real_files(mirror: Path) -> None:
-    folder = _mirror_folder(mirror, "wikipassageqa", "test.tsv")
+    folder = mirror_folder(mirror, "wikipassageqa", "test.tsv")
     for spec in WikiPassageQA().files[:3]:
         path = folder / spec.name
         assert (path.stat().st_size, sha256_of(path)) == (spec.size, spec.sha256)
@@ -180,7 +172,7 @@ def test_specs_match_the_real_files(mirror: Path) -> None:
 def test_real_splits_with_a_partial_passage_file(mirror: Path, tmp_path: Path) -> None:
     raw = tmp_path / "raw"
     raw.mkdir()
-    folder = _mirror_folder(mirror, "wikipassageqa", "test.tsv")
+    folder = mirror_folder(mirror, "wikipassageqa", "test.tsv")
     for name in ("train.tsv", "dev.tsv", "test.tsv"):
         shutil.copy(folder / name, raw / name)
     shutil.copy(FIXTURE / "document_passages.json", raw / "document_passages.json")
