@@ -23,6 +23,18 @@ def test_params_and_quickstart_are_valid(repo):
     assert load_params([repo / "params.yaml"])["training"]["encoder"] == "bert-base-uncased"
 
 
+def test_every_shipped_config_is_valid_and_names_registered_variants(repo):
+    from reranklab.models.registry import variant_names
+
+    shipped = sorted((repo / "config").glob("*.yaml"))
+    assert {p.name for p in shipped} >= {"quickstart.yaml", "allvariants.yaml", "allvariants-wikiqa.yaml"}
+    for path in shipped:
+        config = load_params([repo / "params.yaml", path])
+        assert {variant for _, variant, _ in grid(config)} <= set(variant_names()), path.name
+    every = load_params([repo / "params.yaml", repo / "config/allvariants-wikiqa.yaml"])
+    assert {variant for _, variant, _ in grid(every)} == set(variant_names())
+
+
 def test_every_schema_property_has_type_description_default(repo):
     schema = yaml.safe_load((repo / "workflow/schemas/params.schema.yaml").read_text())
 
