@@ -79,6 +79,32 @@ def test_corpus_round_trip(tmp_path, suffix):
     assert list(read_corpus(tmp_path / f"c{suffix}")) == ["p1", "p0"]
 
 
+@pytest.mark.parametrize("suffix", [".parquet", ".jsonl"])
+def test_reading_only_the_passages_a_job_names(tmp_path, suffix):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    corpus = {f"p{i}": f"passage number {i}" for i in range(200_000)}
+    path = tmp_path / f"c{suffix}"
+    if suffix == ".parquet":  # several row groups and read batches, as a streamed prepare writes
+        pq.write_table(pa.table({"pid": list(corpus), "text": list(corpus.values())}), path, row_group_size=30_000)
+    else:
+        write_corpus(path, corpus)
+    wanted = {"p0", "p65537", "p199999", "absent"}
+    assert read_corpus(path, wanted) == {pid: corpus[pid] for pid in ("p0", "p65537", "p199999")}
+    assert read_corpus(path, set()) == {}
+
+
+def test_a_parquet_file_without_the_corpus_columns_is_named(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"id": ["a"], "body": ["x"]}), tmp_path / "c.parquet")
+    for pids in (None, {"a"}):
+        with pytest.raises(FormatError, match=r"c\.parquet.*columns pid, text"):
+            read_corpus(tmp_path / "c.parquet", pids)
+
+
 def test_corpus_jsonl_malformed(tmp_path):
     path = tmp_path / "c.jsonl"
     path.write_text('{"pid": "a", "text": "x"}\n{"pid": "b"}\n')

@@ -151,3 +151,16 @@ def test_bad_examples_name_the_file_and_row(toy_bert, tmp_path, variant, columns
         train_model(toy_cell(variant, toy_bert), path, QUERIES, CORPUS, tmp_path / "model", progress=False)
     assert str(path) in str(error.value)
     assert not (tmp_path / "model").exists()
+
+
+def test_a_training_job_reads_only_the_passages_its_examples_name(tmp_path):
+    from reranklab.training.trainer import passages_to_read
+
+    triplets = tmp_path / "triplets.parquet"
+    pq.write_table(pa.table({"qid": ["q1", "q2"], "pos_pid": ["p1", "p2"], "neg_pid": ["p3", "p1"]}), triplets)
+    assert passages_to_read({"variant": "bertlets"}, triplets) == {"p1", "p2", "p3"}
+    points = write_examples(tmp_path / "pointwise.parquet", "pointwise")
+    assert passages_to_read({"variant": "pointwise"}, points) == set(pq.read_table(points).column("pid").to_pylist())
+    # The word baselines build their vocabulary from the whole collection.
+    assert passages_to_read({"variant": "qa_lstm"}, triplets) is None
+    assert passages_to_read({"variant": "knrm"}, triplets) is None

@@ -155,14 +155,15 @@ def cmd_train(args: argparse.Namespace) -> None:
 def _train(args: argparse.Namespace, writer: bool = True) -> None:
     from reranklab.io import read_corpus, read_queries
     from reranklab.training.checkpoint import checkpointer_for
-    from reranklab.training.trainer import train_model
+    from reranklab.training.trainer import passages_to_read, train_model
 
     checkpointer = checkpointer_for(
         args.params, args.checkpoint_dir, [args.examples, args.queries, args.corpus], writer=writer,
         every=args.checkpoint_every, keep=args.keep_checkpoints, delete_when_done=args.delete_checkpoints,
     )
     stats = train_model(
-        args.params, Path(args.examples), read_queries(args.queries), read_corpus(args.corpus), Path(args.out_dir), threads=args.threads,
+        args.params, Path(args.examples), read_queries(args.queries),
+        read_corpus(args.corpus, passages_to_read(args.params, Path(args.examples))), Path(args.out_dir), threads=args.threads,
         checkpointer=checkpointer, progress=writer, frozen_features=_frozen_features(args),
     )
     if writer:
@@ -181,12 +182,16 @@ def cmd_encode(args: argparse.Namespace) -> None:
     from reranklab.gpu import gpu_binding
     from reranklab.io import read_corpus, read_folds, read_queries, read_run
     from reranklab.training.encode import encode_fold
+    from reranklab.training.inference import candidate_pids
+    from reranklab.training.trainer import passages_to_read
 
     training = args.params["training"]
+    candidates, test = read_run(args.candidates), read_folds(args.folds).fold(args.fold).test
+    pids = candidate_pids(candidates, test) | (passages_to_read(args.params, Path(args.examples)) or set())
     with gpu_binding(str(training.get("device", "auto"))):
         meta = encode_fold(
-            args.params, Path(args.examples), read_run(args.candidates), read_folds(args.folds).fold(args.fold).test,
-            read_queries(args.queries), read_corpus(args.corpus), Path(args.out_dir), threads=args.threads,
+            args.params, Path(args.examples), candidates, test,
+            read_queries(args.queries), read_corpus(args.corpus, pids), Path(args.out_dir), threads=args.threads,
         )
     log.info("encoded: %s", json.dumps(meta, sort_keys=True, default=str))
 
@@ -194,17 +199,18 @@ def cmd_encode(args: argparse.Namespace) -> None:
 def cmd_rerank(args: argparse.Namespace) -> None:
     from reranklab.gpu import gpu_binding
     from reranklab.io import read_corpus, read_folds, read_queries, read_run, write_run
-    from reranklab.training.inference import rerank
+    from reranklab.training.inference import candidate_pids, rerank
 
     training = args.params["training"]
     qids = read_folds(args.folds).fold(args.fold).test
+    candidates = read_run(args.candidates)
     with gpu_binding(str(training["device"])):
         run = rerank(
             Path(args.model_dir),
-            read_run(args.candidates),
+            candidates,
             qids,
             read_queries(args.queries),
-            read_corpus(args.corpus),
+            read_corpus(args.corpus, candidate_pids(candidates, qids)),
             batch_size=int(training["eval_batch_size"]),
             device=training["device"],
             threads=args.threads,

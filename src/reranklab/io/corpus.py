@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from reranklab.errors import FormatError
@@ -37,8 +38,19 @@ def write_corpus(path: str | os.PathLike[str], passages: Iterable[tuple[str, str
     return len(pids)
 
 
-def read_corpus(path: str | os.PathLike[str]) -> dict[str, str]:
-    """Read a corpus into ``{pid: text}`` (insertion order = file order)."""
+def read_corpus(path: str | os.PathLike[str], pids: Collection[str] | None = None) -> dict[str, str]:
+    """Read a corpus into ``{pid: text}`` (insertion order = file order).
+
+    Args:
+        path: ``corpus.parquet`` or ``corpus.jsonl``.
+        pids: keep only these passages (what a job's pairs name), so a job over a few thousand
+            candidates of MS MARCO or TREC-CAR holds those texts, not the collection's. Ids
+            absent from the file are simply absent from the result: callers name them.
+
+    Example:
+        >>> corpus = read_corpus("results/data/sample/corpus.parquet", pids={"p1", "p7"})  # doctest: +SKIP
+    """
+    wanted = None if pids is None else set(pids)
     source = Path(path)
     if source.suffix == ".jsonl":
         corpus: dict[str, str] = {}
@@ -48,12 +60,26 @@ def read_corpus(path: str | os.PathLike[str]) -> dict[str, str]:
                     continue
                 try:
                     record = json.loads(line)
-                    corpus[str(record["pid"])] = record["text"]
+                    pid = str(record["pid"])
+                    if wanted is None or pid in wanted:
+                        corpus[pid] = record["text"]
                 except (json.JSONDecodeError, KeyError, TypeError) as exc:
                     raise FormatError(path, lineno, f"expected a JSON object with 'pid' and 'text' ({exc})") from None
         return corpus
     try:
-        table = pq.read_table(source, columns=["pid", "text"])
+        if wanted is None:
+            table = pq.read_table(source, columns=["pid", "text"])
+            return dict(zip(table.column("pid").to_pylist(), table.column("text").to_pylist(), strict=True))
+        corpus = {}
+        value_set = pa.array(sorted(wanted), type=pa.string())
+        # Batch by batch: only the wanted rows' texts ever become Python strings.
+        parquet = pq.ParquetFile(source)
+        missing = {"pid", "text"} - set(parquet.schema_arrow.names)
+        if missing:
+            raise KeyError(f"no column {', '.join(sorted(missing))}")
+        for batch in parquet.iter_batches(columns=["pid", "text"], batch_size=65536):
+            kept = batch.filter(pc.is_in(batch.column(0), value_set=value_set))
+            corpus.update(zip(kept.column(0).to_pylist(), kept.column(1).to_pylist(), strict=True))
+        return corpus
     except (pa.ArrowInvalid, KeyError) as exc:
         raise FormatError(path, None, f"not a corpus Parquet file with columns pid, text ({exc})") from None
-    return dict(zip(table.column("pid").to_pylist(), table.column("text").to_pylist(), strict=True))

@@ -87,6 +87,9 @@ class VariantSpec:
         encode: ``encode(model, id_pairs, queries, corpus, out_dir, *, device, progress)``
             writes a fold's frozen-encoder features (see the module docstring); ``None`` = the
             variant needs no precomputed features.
+        reads_collection: its training featurizer reads every passage of the collection (e.g.
+            to build a vocabulary), so the training job loads the whole corpus; otherwise jobs
+            load only the passages their pairs name.
     """
 
     name: str
@@ -98,6 +101,7 @@ class VariantSpec:
     featurize: Callable[..., Any] | None = None
     load: Callable[..., Any] | None = None
     encode: Callable[..., Any] | None = None
+    reads_collection: bool = False
 
     @property
     def needs_cache(self) -> bool:

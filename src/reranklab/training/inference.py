@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -90,6 +90,16 @@ def score_features(
     finally:
         model.train(was_training)
     return scores
+
+
+def candidate_pids(candidates: Mapping[str, Mapping[str, float]], qids: Iterable[str]) -> set[str]:
+    """The passage ids of the candidates of ``qids`` (what a re-ranking job reads of the corpus).
+
+    Example:
+        >>> sorted(candidate_pids({"q1": {"p1": 2.0, "p2": 1.0}, "q2": {"p3": 1.0}}, ["q1"]))
+        ['p1', 'p2']
+    """
+    return {pid for qid in qids for pid in candidates.get(qid, {})}
 
 
 def rerank_with_model(

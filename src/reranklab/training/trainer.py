@@ -211,6 +211,22 @@ def read_examples(path: Path, columns: tuple[str, ...]) -> dict[str, list[Any]]:
     return out
 
 
+def passages_to_read(cell: Mapping[str, Any], examples_path: Path) -> set[str] | None:
+    """The passage ids a training job needs: those its examples name.
+
+    ``None`` (the whole collection) for variants that read it all (``reads_collection``).
+
+    Example:
+        >>> passages_to_read({"variant": "bertlets"}, Path("results/samples/sample/fold0/triplets.parquet"))  # doctest: +SKIP
+        {'P0001', 'P0017', ...}
+    """
+    spec = get_variant(cell["variant"])
+    if spec.reads_collection:
+        return None
+    columns = read_examples(examples_path, collator_for(spec.example_kind).pid_columns)
+    return {pid for values in columns.values() for pid in values}
+
+
 def _check_ids(columns: Mapping[str, list[Any]], pid_columns: tuple[str, ...], queries: Mapping[str, str], corpus: Mapping[str, str], path: Path) -> None:
     for row, qid in enumerate(columns["qid"]):
         if qid not in queries:

@@ -57,6 +57,7 @@ SPEC = register_variant(
         loss=loss,
         featurize=featurize,
         load=load,
+        reads_collection=True,  # the vocabulary is built from every text of the collection
         defaults={"learning_rate": 1e-3, "weight_decay": 0.0, "warmup_ratio": 0.0, "margin": 1.0},
     )
 )
