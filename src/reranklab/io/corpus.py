@@ -72,14 +72,20 @@ def read_corpus(path: str | os.PathLike[str], pids: Collection[str] | None = Non
             return dict(zip(table.column("pid").to_pylist(), table.column("text").to_pylist(), strict=True))
         corpus = {}
         value_set = pa.array(sorted(wanted), type=pa.string())
-        # Batch by batch: only the wanted rows' texts ever become Python strings.
         parquet = pq.ParquetFile(source)
         missing = {"pid", "text"} - set(parquet.schema_arrow.names)
         if missing:
             raise KeyError(f"no column {', '.join(sorted(missing))}")
-        for batch in parquet.iter_batches(columns=["pid", "text"], batch_size=65536):
-            kept = batch.filter(pc.is_in(batch.column(0), value_set=value_set))
-            corpus.update(zip(kept.column(0).to_pylist(), kept.column(1).to_pylist(), strict=True))
+        # Row group by row group (iter_batches keeps growing buffers over a file): memory stays
+        # that of one group, texts are read only for groups holding a wanted id, and only the
+        # wanted rows' texts ever become Python strings.
+        for group in range(parquet.num_row_groups):
+            pid = parquet.read_row_group(group, columns=["pid"]).column(0)
+            mask = pc.is_in(pid, value_set=value_set)
+            if not pc.any(mask).as_py():
+                continue
+            text = parquet.read_row_group(group, columns=["text"]).column(0)
+            corpus.update(zip(pid.filter(mask).to_pylist(), text.filter(mask).to_pylist(), strict=True))
         return corpus
     except (pa.ArrowInvalid, KeyError) as exc:
         raise FormatError(path, None, f"not a corpus Parquet file with columns pid, text ({exc})") from None
