@@ -12,14 +12,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from reranklab.data import registry
-from reranklab.data.msmarco import (
-    ARCHIVE_MD5,
-    MsMarcoPassage,
-    read_trec_qrels,
-    sample_ids,
-    stream_corpus,
-    tsv_corpus_records,
-)
+from reranklab.data._options import sample_ids
+from reranklab.data._streaming import stream_corpus, tsv_corpus_records
+from reranklab.data._text_files import read_trec_qrels
+from reranklab.data.msmarco import ARCHIVE_MD5, MsMarcoPassage
 from reranklab.errors import ConfigError, DownloadError, FormatError
 from reranklab.io import read_corpus, read_json, read_qrels, read_queries
 from tests.helpers_data import copy_fixture

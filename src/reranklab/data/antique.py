@@ -28,15 +28,10 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from reranklab.data._options import check_options, require_files, sample_ids
+from reranklab.data._streaming import tsv_corpus_records
+from reranklab.data._text_files import read_id_texts, read_trec_qrels
 from reranklab.data.base import Dataset, Prepared, Protocol, RawFile
-from reranklab.data.msmarco import (
-    check_options,
-    read_id_texts,
-    read_trec_qrels,
-    require_files,
-    sample_ids,
-    tsv_corpus_records,
-)
 from reranklab.data.registry import register_dataset
 from reranklab.errors import ConfigError, FormatError
 

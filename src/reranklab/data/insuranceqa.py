@@ -42,8 +42,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from reranklab.data._options import check_options, require_files
+from reranklab.data._text_files import text_lines
 from reranklab.data.base import Dataset, Prepared, Protocol, RawFile
-from reranklab.data.msmarco import check_options, require_files, text_lines
 from reranklab.data.registry import register_dataset
 from reranklab.errors import ConfigError, FormatError
 from reranklab.io import Qrels, Run

@@ -16,10 +16,10 @@ Raw format (our own, no header lines)::
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from reranklab.data._text_files import text_lines
 from reranklab.data.base import Dataset, Prepared, Protocol, RawFile
 from reranklab.data.registry import register_dataset
 from reranklab.errors import FormatError
@@ -30,24 +30,6 @@ QUESTIONS = "questions.tsv"
 PASSAGES = "passages.tsv"
 QRELS = "qrels.txt"
 GRADES = (0, 1, 2)
-
-
-def _lines(path: Path) -> Iterator[tuple[int, str]]:
-    """Yield ``(line number, line)`` without the line ending, skipping blank lines.
-
-    Decoding line by line lets a bad byte be reported with its line number.
-    """
-    with open(path, "rb") as handle:
-        for lineno, raw in enumerate(handle, start=1):
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise FormatError(path, lineno, f"not valid UTF-8 ({exc.reason})") from None
-            if lineno == 1:
-                line = line.removeprefix("\ufeff")
-            line = line.rstrip("\n").rstrip("\r")
-            if line.strip():
-                yield lineno, line
 
 
 def read_texts(path: str | Path, kind: str) -> dict[str, str]:
@@ -72,7 +54,7 @@ def read_texts(path: str | Path, kind: str) -> dict[str, str]:
     path = Path(path)
     records: dict[str, str] = {}
     first_seen: dict[str, int] = {}
-    for lineno, line in _lines(path):
+    for lineno, line in text_lines(path):
         parts = line.split("\t")
         if len(parts) != 2:
             raise FormatError(path, lineno, f"expected 'id<TAB>{kind} text', got {len(parts)} tab-separated fields")
@@ -110,7 +92,7 @@ def read_judgements(path: str | Path, queries: dict[str, str], corpus: dict[str,
     """
     path = Path(path)
     qrels: Qrels = {}
-    for lineno, line in _lines(path):
+    for lineno, line in text_lines(path):
         parts = line.split()
         if len(parts) != 4:
             raise FormatError(path, lineno, f"expected 4 fields 'qid 0 pid grade', got {len(parts)}")

@@ -19,7 +19,7 @@ Raw files (``trec-car.cs.unh.edu/datareleases/v1.5/``, published MD5s from ir_da
 
 No CBOR package is needed: :class:`CborReader` decodes the CBOR subset (RFC 8949) the files use.
 
-Canonical form: corpus streamed to Parquet (see :class:`~reranklab.data.msmarco.StreamingCorpusDataset`);
+Canonical form: corpus streamed to Parquet (see :class:`~reranklab.data._streaming.StreamingCorpusDataset`);
 query text = title and headings decoded from the query id, joined by spaces (what monoBERT
 feeds BERT); qrels grade 1; split = a seeded sample of ``train_queries`` (option) judged queries
 of the train folds (``train_folds``) / all Y1 test queries; pool = none (BM25 first stage).
@@ -33,17 +33,10 @@ from pathlib import Path
 from typing import IO, Any
 from urllib.parse import unquote
 
+from reranklab.data._options import check_options, positive_int_or_all, require_files, sample_ids
+from reranklab.data._streaming import CorpusRecord, StreamingCorpusDataset
+from reranklab.data._text_files import open_binary, read_trec_qrels
 from reranklab.data.base import Prepared, Protocol, RawFile
-from reranklab.data.msmarco import (
-    CorpusRecord,
-    StreamingCorpusDataset,
-    check_options,
-    open_binary,
-    positive_int_or_all,
-    read_trec_qrels,
-    require_files,
-    sample_ids,
-)
 from reranklab.data.registry import register_dataset
 from reranklab.errors import ConfigError, FormatError
 from reranklab.io import Qrels

@@ -26,6 +26,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from reranklab.data._options import check_options, positive_int_or_all, require_files
+from reranklab.data._streaming import StreamingCorpusDataset
+from reranklab.data._text_files import read_id_texts, read_trec_qrels
 from reranklab.data.base import Prepared, Protocol, RawFile
 from reranklab.data.msmarco import (
     COLLECTION,
@@ -33,14 +36,8 @@ from reranklab.data.msmarco import (
     MSMARCO_LICENCE,
     TRAIN_QRELS,
     TRAIN_QUERIES,
-    StreamingCorpusDataset,
-    check_options,
     msmarco_file,
-    positive_int_or_all,
-    read_id_texts,
     read_train_sample,
-    read_trec_qrels,
-    require_files,
 )
 from reranklab.data.registry import register_dataset
 from reranklab.errors import ConfigError, FormatError

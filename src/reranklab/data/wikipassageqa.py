@@ -28,8 +28,9 @@ import json
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from reranklab.data._options import require_files
+from reranklab.data._text_files import text_lines
 from reranklab.data.base import Dataset, Prepared, Protocol, RawFile
-from reranklab.data.msmarco import require_files, text_lines
 from reranklab.data.registry import register_dataset
 from reranklab.errors import ConfigError, FormatError
 from reranklab.io import Qrels, Run

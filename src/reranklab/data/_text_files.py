@@ -1,0 +1,181 @@
+"""Line readers of the TREC-style raw files: UTF-8 text (plain or gzip) by line, ``id<TAB>text``
+files, and TREC qrels; every error names the file and line.
+"""
+
+from __future__ import annotations
+
+import gzip
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+from reranklab.errors import FormatError
+from reranklab.io import Qrels
+
+
+def open_binary(path: str | Path) -> IO[bytes]:
+    """Open ``path`` for binary reading, gunzipping it when its content is gzip (by magic bytes).
+
+    Example:
+        >>> with open_binary("raw/insuranceqa/vocabulary") as handle:  # doctest: +SKIP
+        ...     handle.readline()
+        b'idx_17904\\trating/result\\n'
+    """
+    with open(path, "rb") as probe:
+        gzipped = probe.read(2) == b"\x1f\x8b"
+    return gzip.open(path, "rb") if gzipped else open(path, "rb")
+
+
+def text_lines(path: str | Path) -> Iterator[tuple[int, str]]:
+    """``(line number, line)`` of a UTF-8 text file (gzip or plain), without the line ending.
+
+    Blank lines are skipped and a byte-order mark on line 1 is dropped. Decoding line by line
+    lets a bad byte be reported with its line number.
+
+    Raises:
+        FormatError: a line that is not valid UTF-8, or a gzip file that is cut short.
+
+    Example:
+        >>> next(text_lines("raw/antique/antique-train-queries.txt"))  # doctest: +SKIP
+        (1, '3097310\\tWhat causes severe swelling and pain in the knees?')
+    """
+    lineno = 0
+    try:
+        with open_binary(path) as handle:
+            for lineno, raw in enumerate(handle, start=1):
+                try:
+                    line = raw.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    raise FormatError(path, lineno, f"not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
+                if lineno == 1:
+                    line = line.removeprefix("\ufeff")
+                line = line.rstrip("\n").rstrip("\r")
+                if line.strip():
+                    yield lineno, line
+    except (EOFError, gzip.BadGzipFile) as exc:
+        raise FormatError(path, lineno + 1, f"compressed file is damaged or cut short ({exc})") from None
+
+
+def split_id_text(path: str | Path, lineno: int, line: str, kind: str) -> tuple[str, str]:
+    """Split an ``id<TAB>text`` line; the text keeps any further tabs (whitespace is the writer's job).
+
+    Args:
+        path: the file, for messages.
+        lineno: the line number, for messages.
+        line: the line without its line ending.
+        kind: what a record is (``query``, ``passage``), for messages.
+
+    Raises:
+        FormatError: no tab, or an id that is empty or contains whitespace.
+
+    Example:
+        >>> split_id_text("queries.tsv", 1, "42\\tdo goldfish grow", "query")
+        ('42', 'do goldfish grow')
+    """
+    record_id, tab, text = line.partition("\t")
+    if not tab:
+        raise FormatError(path, lineno, f"expected '{kind} id<TAB>text', found no tab")
+    if not record_id or any(ch.isspace() for ch in record_id):
+        raise FormatError(path, lineno, f"{kind} id {record_id!r} is empty or contains whitespace")
+    return record_id, text
+
+
+def read_id_texts(path: str | Path, kind: str, keep: Callable[[str], bool] | None = None) -> dict[str, str]:
+    """Read an ``id<TAB>text`` file (queries, topics) in file order.
+
+    Args:
+        path: the file (plain or gzip).
+        kind: what a record is (``query``, ``passage``), for the error messages.
+        keep: only records whose id passes this test are kept (all are still checked).
+
+    Returns:
+        ``{id: text}``.
+
+    Raises:
+        FormatError: a line without a tab, an empty or space-containing id, an empty text, or an
+            id seen before; the error names the file and line.
+
+    Example:
+        >>> read_id_texts("raw/trec-dl-2019/topics.dl19-passage.txt", "query")["156493"]  # doctest: +SKIP
+        'do goldfish grow'
+    """
+    records: dict[str, str] = {}
+    first_line: dict[str, int] = {}
+    seen: set[str] = set()
+    for lineno, line in text_lines(path):
+        record_id, text = split_id_text(path, lineno, line, kind)
+        if not text.strip():
+            raise FormatError(path, lineno, f"empty {kind} text for id {record_id!r}")
+        if record_id in seen:
+            where = f" (first on line {first_line[record_id]})" if record_id in first_line else ""
+            raise FormatError(path, lineno, f"duplicate {kind} id {record_id!r}{where}")
+        seen.add(record_id)
+        if keep is None or keep(record_id):
+            records[record_id] = text
+            first_line[record_id] = lineno
+    return records
+
+
+@dataclass
+class QrelsFile:
+    """The judgements of one TREC qrels file and what was seen in its second column."""
+
+    qrels: Qrels
+    iterations: Counter = field(default_factory=Counter)
+    grades: Counter = field(default_factory=Counter)
+
+    @property
+    def judgements(self) -> int:
+        return sum(len(judged) for judged in self.qrels.values())
+
+
+def read_trec_qrels(
+    path: str | Path,
+    grades: Iterable[int] | None = None,
+    keep: Callable[[str], bool] | None = None,
+) -> QrelsFile:
+    """Read TREC qrels ``qid iter docid grade`` split on any whitespace (tabs and spaces mixed).
+
+    Args:
+        path: the qrels file (plain or gzip).
+        grades: the allowed grades; ``None`` accepts any integer.
+        keep: only lines whose qid passes this test are kept (all lines are still checked).
+
+    Returns:
+        The judgements, the counts of the iteration column (``Q0``, ``U0``, ...) and of the grades
+        (over the kept lines).
+
+    Raises:
+        FormatError: a line without 4 fields, a grade that is not an allowed integer, or a
+            (qid, docid) pair judged twice.
+
+    Example:
+        >>> read_trec_qrels("raw/antique/antique-train.qrel", grades=range(1, 5)).judgements  # doctest: +SKIP
+        27422
+    """
+    allowed = None if grades is None else set(grades)
+    qrels: Qrels = {}
+    iterations: Counter = Counter()
+    seen_grades: Counter = Counter()
+    for lineno, line in text_lines(path):
+        parts = line.split()
+        if len(parts) != 4:
+            raise FormatError(path, lineno, f"expected 4 fields 'qid iteration docid grade', got {len(parts)}")
+        qid, iteration, docid, grade_text = parts
+        try:
+            grade = int(grade_text)
+        except ValueError:
+            raise FormatError(path, lineno, f"relevance grade {grade_text!r} is not an integer") from None
+        if allowed is not None and grade not in allowed:
+            raise FormatError(path, lineno, f"relevance grade {grade} is not one of {sorted(allowed)}")
+        if keep is not None and not keep(qid):
+            continue
+        judged = qrels.setdefault(qid, {})
+        if docid in judged:
+            raise FormatError(path, lineno, f"pair ({qid}, {docid}) is judged twice")
+        judged[docid] = grade
+        iterations[iteration] += 1
+        seen_grades[grade] += 1
+    return QrelsFile(qrels, iterations, seen_grades)
