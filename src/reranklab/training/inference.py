@@ -20,42 +20,12 @@ from tqdm.auto import tqdm
 
 from reranklab.models.encoder import select_device, set_threads
 from reranklab.models.registry import get_variant, load_model
-from reranklab.training.batching import length_sorted_batches, pad_batch, to_device
+from reranklab.training.batching import length_sorted_batches, to_device
 from reranklab.training.cache import feature_cache_scope
-from reranklab.training.features import EncodedPairs, PairFeatures
+from reranklab.training.features import PairFeatures
 from reranklab.training.precision import Precision, resolve_precision
 
 log = logging.getLogger(__name__)
-
-
-def score_encoded(model: Any, encoded: EncodedPairs, batch_size: int, *, progress: bool = True, desc: str = "re-rank") -> np.ndarray:
-    """Scores of every encoded pair (``float64``, in the pairs' order).
-
-    Args:
-        model: a :class:`~reranklab.models.reranker.CrossEncoderReranker` (its device is used).
-        encoded: the tokenised pairs.
-        batch_size: pairs per forward pass.
-
-    Example:
-        >>> scores = score_encoded(model, index.encoded, batch_size=128)  # doctest: +SKIP
-    """
-    if batch_size < 1:
-        raise ValueError("batch_size must be at least 1")
-    scores = np.zeros(len(encoded), dtype=np.float64)
-    device = model.device
-    pad_id = model.tokenizer.pad_token_id or 0
-    multiple = 8 if device.type == "cuda" else None
-    was_training = model.training
-    model.eval()
-    batches = length_sorted_batches(encoded.lengths, batch_size)
-    try:
-        with torch.inference_mode():
-            for rows in tqdm(batches, desc=desc, unit="batch", disable=not progress or not batches, mininterval=1.0):
-                features = to_device(pad_batch(encoded, rows, pad_id, multiple), device)
-                scores[rows] = model.score(features).double().cpu().numpy()
-    finally:
-        model.train(was_training)
-    return scores
 
 
 def score_features(
