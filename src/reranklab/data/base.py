@@ -19,8 +19,6 @@ from typing import Any
 
 from reranklab.io import Qrels, Run, write_corpus, write_json, write_qrels, write_queries, write_run
 
-PREPARED_FILES = ("corpus.parquet", "queries.tsv", "qrels.txt", "split.json", "pool.run", "stats.json")
-
 
 @dataclass(frozen=True)
 class RawFile:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Iterable
-from pathlib import Path
 
 from reranklab.errors import FormatError
 from reranklab.io.atomic import atomic_path
@@ -87,9 +86,3 @@ def write_run(
                 ranking = ranking[:depth]
             for rank, (pid, score) in enumerate(ranking, start=1):
                 out.write(f"{qid} Q0 {pid} {rank} {score:.8g} {tag}\n")
-
-
-def ensure_parent(path: str | os.PathLike[str]) -> Path:
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    return target

@@ -53,7 +53,7 @@ from typing import Any
 import numpy as np
 
 from reranklab.io.atomic import temporary_directory
-from reranklab.io.json_io import read_json, write_json
+from reranklab.io.json_io import write_json
 from reranklab.training import features
 from reranklab.training.features import EncodedPairs
 
@@ -455,8 +455,3 @@ def encode_cached(tokenizer: Any, pairs: Sequence[tuple[str, str]], max_length: 
     encoded = cache.encode(tokenizer, pairs, desc=desc, progress=progress)
     scope.stats.add(cache.last)
     return encoded
-
-
-def read_cache_meta(directory: str | Path) -> dict[str, Any]:
-    """The ``meta.json`` of a cache directory (what its fingerprint stands for)."""
-    return read_json(Path(directory) / "meta.json")
