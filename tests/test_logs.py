@@ -45,3 +45,32 @@ def test_the_cli_writes_no_carriage_returns_to_a_log_file(tmp_path, repo):
         subprocess.run([sys.executable, "-c", code], stderr=handle, check=True, cwd=repo)
     text = log.read_text()
     assert "\r" not in text and text.splitlines()[-1].startswith("bar: 100%")
+
+
+def test_a_log_record_written_while_a_bar_is_drawn_gets_its_own_line():
+    import logging
+
+    out = io.StringIO()
+    stream = ProgressLines(out, interval=3600)
+    handler = logging.StreamHandler(stream)
+    logger = logging.getLogger("reranklab.test_logs")
+    logger.addHandler(handler)
+    logger.propagate = False
+    try:
+        with tqdm(total=4, desc="train dmn", file=stream, mininterval=0) as bar:
+            bar.update(2)
+            logger.warning("step 2/4 loss 0.19")
+            bar.update(2)
+    finally:
+        logger.removeHandler(handler)
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "step 2/4 loss 0.19"
+    assert lines[1].startswith("train dmn: 100%") and len(lines) == 2
+
+
+def test_text_written_in_pieces_stays_one_line():
+    out = io.StringIO()
+    stream = ProgressLines(out)
+    print("partial", end="", file=stream)
+    print(" and the rest", file=stream)
+    assert out.getvalue() == "partial and the rest\n"

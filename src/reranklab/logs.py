@@ -39,17 +39,22 @@ class ProgressLines(io.TextIOBase):
         self.stream = stream
         self.interval = interval
         self._current = ""  # text since the last \r or \n
+        self._drawing = False  # whether _current is a bar's redraw (it followed a \r)
         self._last_line = time.monotonic()
 
     def write(self, text: str) -> int:
+        if self._drawing and self._current and text[:1] not in ("\r", "\n", ""):
+            # A log record written while a bar is drawn gets a line of its own; the bar's
+            # state is dropped, its next redraw (at the latest when it closes) supersedes it.
+            self._current, self._drawing = "", False
         for piece in _LINE_ENDS.split(text):
             if piece == "\r":
-                if self._current.strip() and time.monotonic() - self._last_line >= self.interval:
+                if self._drawing and self._current.strip() and time.monotonic() - self._last_line >= self.interval:
                     self._emit(self._current)
-                self._current = ""
+                self._current, self._drawing = "", True
             elif piece == "\n":
                 self._emit(self._current)
-                self._current = ""
+                self._current, self._drawing = "", False
             elif piece:
                 self._current += piece
         return len(text)
