@@ -490,3 +490,59 @@ def test_missing_member_lists_the_archive(tmp_path: Path) -> None:
     path.write_bytes(make_archive("zip", {"c/a.txt": b"a", "c/b.txt": b"b"}))
     with pytest.raises(DownloadError, match=r"no member 'c/z.txt' \(it holds c/a.txt, c/b.txt\)"):
         extract_member(path, "c/z.txt", tmp_path / "out")
+
+
+def test_the_members_of_a_tar_come_from_one_pass_over_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    members = {"c/collection.tsv": PAYLOAD, "c/queries.tsv": b"q1\tquery\n", "c/qrels.tsv": b"q1 0 p1 1\n"}
+    mirror = tmp_path / "mirror"
+    (mirror / "fake").mkdir(parents=True)
+    (mirror / "fake" / "c.tar.gz").write_bytes(make_archive("tar.gz", members))
+    streams: list[str] = []
+    real_open = tarfile.open
+
+    def counting_open(*args: Any, **kwargs: Any) -> Any:
+        mode = kwargs.get("mode", args[1] if len(args) > 1 else "r")
+        if "|" in mode:
+            streams.append(mode)
+        return real_open(*args, **kwargs)
+
+    monkeypatch.setattr(tarfile, "open", counting_open)
+    dataset = FakeDataset(*(spec(name.split("/")[1], data, "https://x.invalid/c.tar.gz", member=name) for name, data in members.items()))
+    raw = tmp_path / "raw"
+    fetch_dataset(dataset, raw, str(mirror), **FAST)
+    assert len(streams) == 1  # three members, one decompression
+    assert {name: (raw / name.split("/")[1]).read_bytes() for name in members} == members
+    assert leftovers(raw) == ["collection.tsv", "manifest.json", "qrels.tsv", "queries.tsv"]
+
+
+def test_extract_members_resolves_links_to_members_before_and_after_them(tmp_path: Path) -> None:
+    from reranklab.data.download import extract_members
+
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tf:
+
+        def add_file(name: str, data: bytes) -> None:
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tf.addfile(info, io.BytesIO(data))
+
+        def add_link(name: str, target: str) -> None:
+            info = tarfile.TarInfo(name)
+            info.type = tarfile.SYMTYPE
+            info.linkname = target
+            tf.addfile(info)
+
+        add_file("d/early.txt", b"early")
+        add_link("d/to-early", "early.txt")  # target already passed: copied
+        add_link("d/to-late", "late.txt")  # target not yet seen: a second pass
+        add_link("d/also-late", "late.txt")
+        add_file("d/late.txt", b"late")
+    archive = tmp_path / "links.tar.gz"
+    archive.write_bytes(buffer.getvalue())
+    wanted = {name: tmp_path / name.replace("/", "_") for name in ("d/to-early", "d/to-late", "d/also-late", "d/early.txt")}
+    extract_members(archive, wanted)
+    assert {name: dest.read_bytes() for name, dest in wanted.items()} == {
+        "d/to-early": b"early", "d/to-late": b"late", "d/also-late": b"late", "d/early.txt": b"early"
+    }
+    with pytest.raises(DownloadError, match=r"no member 'd/none' \(it holds d/also-late, d/early.txt"):
+        extract_members(archive, {"d/none": tmp_path / "none"})

@@ -36,6 +36,7 @@ import time
 import urllib.error
 import urllib.request
 import zipfile
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
@@ -125,20 +126,23 @@ def fetch_dataset(
     raw = Path(raw_dir)
     raw.mkdir(parents=True, exist_ok=True)
     mirror_dir = _mirror_dataset_dir(mirror, dataset)
-    fetcher = _Fetcher(raw, mirror_dir, retries=retries, backoff=backoff, timeout=timeout, progress=progress)
+    fetcher = _Fetcher(raw, mirror_dir, dataset.files, retries=retries, backoff=backoff, timeout=timeout, progress=progress)
     previous = _previous_sources(raw / MANIFEST)
     entries: list[dict[str, Any]] = []
     manual_missing: list[RawFile] = []
-    for spec in dataset.files:
-        try:
-            source = fetcher.fetch(spec)
-        except _ManualMissing:
-            manual_missing.append(spec)
-            continue
-        target = raw / spec.name
-        if source == "present":
-            source = previous.get(spec.name, "present")
-        entries.append({"name": spec.name, "size": target.stat().st_size, "sha256": sha256_of(target), "source": source})
+    try:
+        for spec in dataset.files:
+            try:
+                source = fetcher.fetch(spec)
+            except _ManualMissing:
+                manual_missing.append(spec)
+                continue
+            target = raw / spec.name
+            if source == "present":
+                source = previous.get(spec.name, "present")
+            entries.append({"name": spec.name, "size": target.stat().st_size, "sha256": sha256_of(target), "source": source})
+    finally:
+        fetcher.discard_staged()  # downloaded archives stay for a retry; extracted leftovers do not
     if manual_missing:
         raise DownloadError(_manual_message(dataset, manual_missing, raw, mirror))
     fetcher.cleanup()
@@ -154,9 +158,13 @@ class _ManualMissing(Exception):
 class _Fetcher:
     """Fetch the raw files of one dataset; archives are shared between files of one call."""
 
-    def __init__(self, raw: Path, mirror_dir: Path | None, *, retries: int, backoff: float, timeout: float, progress: bool) -> None:
+    def __init__(
+        self, raw: Path, mirror_dir: Path | None, files: Sequence[RawFile], *, retries: int, backoff: float, timeout: float, progress: bool
+    ) -> None:
         self.raw = raw
         self.mirror_dir = mirror_dir
+        self.files = list(files)
+        self.staged: dict[tuple[Path, str], Path] = {}  # (archive, member) -> extracted, not yet verified
         self.retries = max(1, retries)
         self.backoff = backoff
         self.timeout = timeout
@@ -201,8 +209,48 @@ class _Fetcher:
         for archive in self.fetched_archives:
             with contextlib.suppress(FileNotFoundError):
                 archive.unlink()
+        self.discard_staged()
         with contextlib.suppress(OSError):
             self.downloads.rmdir()
+
+    def discard_staged(self) -> None:
+        """Delete members extracted ahead of their turn that were not placed."""
+        for staged in self.staged.values():
+            with contextlib.suppress(FileNotFoundError):
+                staged.unlink()
+        self.staged.clear()
+
+    def _place_extracted(self, archive: Path, spec: RawFile, target: Path) -> None:
+        """Put ``spec.member`` of ``archive`` at ``target``, verified.
+
+        The first member asked of an archive extracts, in the same pass, every other member of
+        it that this dataset still lacks (a tar.gz is decompressed once, not once per file).
+        """
+        if spec.member and (archive, spec.member) not in self.staged:
+            siblings = [spec] + [
+                other
+                for other in self.files
+                if other is not spec and other.member and other.url and _unpacks(other)
+                and _url_basename(other.url) == archive.name and not (self.raw / other.name).is_file()
+            ]
+            if len(siblings) > 1:
+                self.downloads.mkdir(parents=True, exist_ok=True)
+                dests = {other.member: self.downloads / f".{archive.name}.{i}.member" for i, other in enumerate(siblings)}
+                try:
+                    extract_members(archive, dests)
+                except BaseException:
+                    for dest in dests.values():
+                        with contextlib.suppress(FileNotFoundError):
+                            dest.unlink()
+                    raise
+                self.staged.update({(archive, member): dest for member, dest in dests.items()})
+        staged = self.staged.pop((archive, spec.member), None) if spec.member else None
+        with atomic_path(target) as tmp:
+            if staged is not None:
+                os.replace(staged, tmp)
+            else:
+                extract_member(archive, spec.member, tmp)
+            _verify(tmp, spec.size, spec.sha256, what=spec.name, source=f"{archive}!{spec.member or archive.name}", md5=spec.md5)
 
     # -- sources ---------------------------------------------------------------------------
 
@@ -216,7 +264,7 @@ class _Fetcher:
             archive = self.mirror_dir / _url_basename(spec.url)
             if archive.is_file():
                 _verify(archive, spec.archive_size, spec.archive_sha256, what=f"archive {archive.name} (for {spec.name})", md5=spec.archive_md5)
-                _place_extracted(archive, spec, target)
+                self._place_extracted(archive, spec, target)
                 return f"{self._mirror_label(archive)}!{spec.member or archive.name}"
         return None
 
@@ -247,7 +295,7 @@ class _Fetcher:
                 with atomic_path(archive) as tmp:
                     self._download(spec.url, tmp, spec.archive_size, spec.archive_sha256, what=f"archive {archive.name}", md5=spec.archive_md5)
             self.fetched_archives.add(archive)
-        _place_extracted(archive, spec, target)
+        self._place_extracted(archive, spec, target)
         return f"{spec.url}!{spec.member or archive.name}"
 
     # -- HTTP --------------------------------------------------------------------------------
@@ -379,13 +427,6 @@ def _place_copy(origin: Path, target: Path, spec: RawFile, label: str) -> None:
         _verify(tmp, spec.size, spec.sha256, what=spec.name, source=label, md5=spec.md5)
 
 
-def _place_extracted(archive: Path, spec: RawFile, target: Path) -> None:
-    """Extract ``spec.member`` of ``archive`` to ``target`` through a temp file, verified."""
-    with atomic_path(target) as tmp:
-        extract_member(archive, spec.member, tmp)
-        _verify(tmp, spec.size, spec.sha256, what=spec.name, source=f"{archive}!{spec.member or archive.name}", md5=spec.md5)
-
-
 # -- archives ----------------------------------------------------------------------------------
 
 
@@ -411,7 +452,7 @@ def extract_member(archive: str | os.PathLike[str], member: str | None, dest: st
     if zipfile.is_zipfile(path):
         _extract_zip(path, _need_member(path, member), Path(dest))
     elif _is_tar(path):
-        _extract_tar(path, _need_member(path, member), Path(dest))
+        _extract_tar_members(path, {_need_member(path, member): Path(dest)})
     else:
         opener = _single_file_opener(path)
         if opener is None:
@@ -421,6 +462,26 @@ def extract_member(archive: str | os.PathLike[str], member: str | None, dest: st
                 shutil.copyfileobj(src, out, CHUNK)
         except (OSError, EOFError) as exc:
             raise DownloadError(f"{path}: cannot decompress: {exc}") from None
+
+
+def extract_members(archive: str | os.PathLike[str], wanted: Mapping[str, str | os.PathLike[str]]) -> None:
+    """Write several members of a zip or tar archive, each to its destination.
+
+    A tar (plain or compressed) is read in one pass whatever the number of members; a zip has
+    an index, so each member is read directly. Safety checks as :func:`extract_member`.
+
+    Example:
+        >>> extract_members("collectionandqueries.tar.gz", {"collection.tsv": "raw/collection.tsv",
+        ...                 "queries.train.tsv": "raw/queries.train.tsv"})  # doctest: +SKIP
+    """
+    path = Path(archive)
+    if zipfile.is_zipfile(path):
+        for member, dest in wanted.items():
+            _extract_zip(path, _need_member(path, member), Path(dest))
+    elif _is_tar(path):
+        _extract_tar_members(path, {_need_member(path, member): Path(dest) for member, dest in wanted.items()})
+    else:
+        raise DownloadError(f"{path}: not a zip or tar archive")
 
 
 def _need_member(archive: Path, member: str | None) -> str:
@@ -469,27 +530,62 @@ def _extract_zip(archive: Path, member: str, dest: Path) -> None:
         raise DownloadError(f"{archive}: member {member!r}: too many links")
 
 
-def _extract_tar(archive: Path, member: str, dest: Path) -> None:
-    with tarfile.open(archive, "r:*") as tf:
-        infos = {posixpath.normpath(info.name): info for info in tf.getmembers()}
-        name = member
-        for _ in range(16):
-            info = infos.get(name)
-            if info is None:
-                raise DownloadError(f"{archive}: no member {name!r} (it holds {_preview(infos)})")
-            _safe_name(archive, info.name)
-            if info.issym() or info.islnk():
-                # Symlinks are relative to their folder, hard links to the archive root.
-                name = _link_target(archive, info.name, info.linkname, relative_to_member=info.issym())
-                continue
-            if not info.isfile():
-                raise DownloadError(f"{archive}: member {name!r} is not a regular file")
-            src = tf.extractfile(info)
-            assert src is not None
-            with src, open(dest, "wb") as out:
-                shutil.copyfileobj(src, out, CHUNK)
+def _extract_tar_members(archive: Path, wanted: dict[str, Path]) -> None:
+    """Write each wanted member of a tar to its destination, in one pass over the archive.
+
+    A compressed tar is a stream: listing it (``getmembers``) and then extracting a member
+    decompresses it twice, and once more per further member. Streaming it once serves every
+    wanted member; a link is resolved after the pass (its target copied when it was extracted,
+    else fetched by a further pass).
+    """
+    remaining: dict[str, list[Path]] = {}
+    for member, dest in wanted.items():
+        remaining.setdefault(_safe_name(archive, member), []).append(dest)
+    for _ in range(16):  # bounded link chain
+        extracted: dict[str, Path] = {}
+        links: dict[str, str] = {}
+        seen: dict[str, None] = {}
+        try:
+            # A 1 MiB read buffer: the default (10 KiB records) makes streaming several times slower.
+            with tarfile.open(archive, "r|*", bufsize=1 << 20) as tf:
+                for info in tf:
+                    name = posixpath.normpath(info.name)
+                    seen[name] = None
+                    if name not in remaining:
+                        continue
+                    _safe_name(archive, info.name)
+                    if info.issym() or info.islnk():
+                        # Symlinks are relative to their folder, hard links to the archive root.
+                        links[name] = _link_target(archive, info.name, info.linkname, relative_to_member=info.issym())
+                        continue
+                    if not info.isfile():
+                        raise DownloadError(f"{archive}: member {name!r} is not a regular file")
+                    src = tf.extractfile(info)
+                    assert src is not None
+                    first, *others = remaining[name]
+                    with src, open(first, "wb") as out:
+                        shutil.copyfileobj(src, out, CHUNK)
+                    for other in others:
+                        shutil.copyfile(first, other)
+                    extracted[name] = first
+                    if len(extracted) + len(links) == len(remaining):
+                        break  # all found: the rest of the stream need not be decompressed
+        except (tarfile.TarError, EOFError, OSError) as exc:
+            raise DownloadError(f"{archive}: cannot read the tar archive ({exc})") from None
+        missing = [name for name in remaining if name not in extracted and name not in links]
+        if missing:
+            raise DownloadError(f"{archive}: no member {missing[0]!r} (it holds {_preview(seen)})")
+        further: dict[str, list[Path]] = {}
+        for name, target in links.items():
+            if target in extracted:
+                for dest in remaining[name]:
+                    shutil.copyfile(extracted[target], dest)
+            else:
+                further.setdefault(target, []).extend(remaining[name])
+        if not further:
             return
-        raise DownloadError(f"{archive}: member {member!r}: too many links")
+        remaining = further
+    raise DownloadError(f"{archive}: members {sorted(wanted)}: too many links")
 
 
 def _is_tar(path: Path) -> bool:
