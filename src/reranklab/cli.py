@@ -337,6 +337,12 @@ def cmd_bench(args: argparse.Namespace) -> None:
     command(args)
 
 
+def cmd_bench_data(args: argparse.Namespace) -> None:
+    from reranklab.bench_data import command
+
+    command(args)
+
+
 # -- parser ------------------------------------------------------------------------------------
 
 
@@ -476,6 +482,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add("bench", cmd_bench, "engine vs the naive Hugging Face loop on the same data and model: pairs/s, tokens/s, ratio")
     bench_arguments(p)
+
+    from reranklab.bench_data import add_arguments as bench_data_arguments
+
+    p = add("bench-data", cmd_bench_data, "data steps vs their naive versions on synthetic files: corpus subset reads, tar extraction")
+    bench_data_arguments(p)
     return parser
 
 
