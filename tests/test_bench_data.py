@@ -13,7 +13,7 @@ def test_corpus_bench_reads_the_same_passages_both_ways(tmp_path):
     report = bench_corpus(passages=30_000, wanted=300, work_dir=tmp_path, row_group=5_000)
     assert (report["passages"], report["wanted"]) == (30_000, 300)
     assert report["full"]["seconds"] > 0 and report["subset"]["seconds"] > 0
-    assert report["full"]["peak_mib"] >= 0 and report["subset"]["peak_mib"] >= 0
+    assert report["full"]["peak_mib"] > report["subset"]["peak_mib"] >= 0  # a child process measures each
     assert len(wanted_pids(30_000, 300)) == 300 and wanted_pids(30_000, 300) == wanted_pids(30_000, 300)
 
 

@@ -71,13 +71,27 @@ def _child_peak(mode: str, path: Path, passages: int, wanted: int) -> float:
     return float(json.loads(out.stdout.strip().splitlines()[-1])["peak_mib"])
 
 
+def peak_rss_kib() -> int:
+    """This process's peak resident memory in KiB.
+
+    ``VmHWM`` of ``/proc/self/status`` where there is one: ``ru_maxrss`` of a child started by
+    ``vfork`` + ``exec`` (as ``subprocess`` does) starts at its parent's size, not at its own.
+    """
+    status = Path("/proc/self/status")
+    if status.is_file():
+        for line in status.read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+
 def _peak_main(mode: str, path: str, passages: int, wanted: int) -> None:
     from reranklab.io import read_corpus
 
     pids = None if mode == "full" else wanted_pids(passages, wanted)
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    before = peak_rss_kib()
     corpus = read_corpus(path, pids)
-    after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    after = peak_rss_kib()
     print(json.dumps({"peak_mib": round((after - before) / 1024, 1), "passages": len(corpus)}))
 
 
