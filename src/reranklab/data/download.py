@@ -223,15 +223,17 @@ class _Fetcher:
     def _place_extracted(self, archive: Path, spec: RawFile, target: Path) -> None:
         """Put ``spec.member`` of ``archive`` at ``target``, verified.
 
-        The first member asked of an archive extracts, in the same pass, every other member of
-        it that this dataset still lacks (a tar.gz is decompressed once, not once per file).
+        The first member asked of a tar extracts, in the same pass, every other member of it
+        that this dataset still lacks and the mirror does not hold as a plain file (a tar.gz is
+        decompressed once, not once per file; a zip has an index and needs no such thing).
         """
-        if spec.member and (archive, spec.member) not in self.staged:
+        if spec.member and (archive, spec.member) not in self.staged and _is_tar(archive):
             siblings = [spec] + [
                 other
                 for other in self.files
                 if other is not spec and other.member and other.url and _unpacks(other)
                 and _url_basename(other.url) == archive.name and not (self.raw / other.name).is_file()
+                and not (self.mirror_dir is not None and (self.mirror_dir / other.name).is_file())
             ]
             if len(siblings) > 1:
                 self.downloads.mkdir(parents=True, exist_ok=True)
