@@ -137,6 +137,10 @@ def test_a_missing_or_misfit_head_names_its_file(toy_bert, tmp_path):
     head.unlink()
     with pytest.raises(FormatError, match=r"head\.safetensors.*missing"):
         load_reranker(tmp_path / "model")
+    meta = tmp_path / "other" / "reranker.json"
+    meta.write_text(meta.read_text().replace('"head"', '"hed"'))
+    with pytest.raises(FormatError, match=r"reranker\.json.*incomplete or invalid re-ranker description"):
+        load_reranker(tmp_path / "other")
 
 
 # --- features -------------------------------------------------------------------------------

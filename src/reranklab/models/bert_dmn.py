@@ -23,10 +23,9 @@ from typing import Any
 import torch
 from torch import nn
 
-from reranklab.errors import FormatError
 from reranklab.models.encoder import encoder_inputs, load_encoder
 from reranklab.models.heads.dmn import DynamicMemoryHead
-from reranklab.models.saved import META_FILE, load_head, read_meta, ready, save_encoder_model
+from reranklab.models.saved import load_encoder_model, save_encoder_model
 
 
 def segment_features(hidden: torch.Tensor, segments: torch.Tensor) -> dict[str, torch.Tensor]:
@@ -147,12 +146,9 @@ class BertDMN(nn.Module):
     @classmethod
     def load(cls, directory: str | Path, device: torch.device | str | None = None) -> BertDMN:
         """Restore a model written by :meth:`save`, offline, in eval mode."""
-        path = Path(directory)
-        meta = read_meta(path)
-        try:
+        def build(encoder: Any, tokenizer: Any, meta: dict[str, Any]) -> BertDMN:
             head = meta["head"]
-            encoder, tokenizer = load_encoder(str(path.resolve()))
-            model = cls(
+            return cls(
                 encoder,
                 tokenizer,
                 variant=meta["variant"],
@@ -162,7 +158,5 @@ class BertDMN(nn.Module):
                 dropout=float(head["dropout"]),
                 encoder_name=meta.get("encoder"),
             )
-        except (KeyError, TypeError, ValueError) as exc:
-            raise FormatError(path / META_FILE, None, f"incomplete or invalid BERT-DMN description ({exc!r})") from None
-        load_head(model.head, path)
-        return ready(model, device)
+
+        return load_encoder_model(directory, build, "BERT-DMN", device)

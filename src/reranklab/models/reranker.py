@@ -19,9 +19,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from reranklab.errors import FormatError
 from reranklab.models.encoder import encoder_inputs, load_encoder
-from reranklab.models.saved import META_FILE, load_head, read_meta, ready, save_encoder_model
+from reranklab.models.saved import load_encoder_model, save_encoder_model
 
 
 def _p_relevant(logits: torch.Tensor) -> torch.Tensor:
@@ -179,12 +178,9 @@ def load_reranker(directory: str | Path, device: torch.device | str | None = Non
         >>> model.variant, model.max_length  # doctest: +SKIP
         ('pointwise', 256)
     """
-    path = Path(directory)
-    meta = read_meta(path)
-    try:
+    def build(encoder: Any, tokenizer: Any, meta: dict[str, Any]) -> CrossEncoderReranker:
         head = meta["head"]
-        encoder, tokenizer = load_encoder(str(path.resolve()))
-        model = CrossEncoderReranker(
+        return CrossEncoderReranker(
             encoder,
             tokenizer,
             variant=meta["variant"],
@@ -195,7 +191,5 @@ def load_reranker(directory: str | Path, device: torch.device | str | None = Non
             encoder_name=meta.get("encoder"),
             inputs=meta.get("inputs"),
         )
-    except (KeyError, TypeError, ValueError) as exc:
-        raise FormatError(path / META_FILE, None, f"incomplete or invalid re-ranker description ({exc!r})") from None
-    load_head(model.head, path)
-    return ready(model, device)
+
+    return load_encoder_model(directory, build, "re-ranker", device)

@@ -8,6 +8,7 @@ A fine-tuned encoder and its tokenizer are written next to them with ``save_pret
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -17,6 +18,7 @@ from torch import nn
 
 from reranklab.errors import FormatError
 from reranklab.io.json_io import read_json, write_json
+from reranklab.models.encoder import load_encoder
 
 FORMAT_VERSION = 1
 HEAD_FILE = "head.safetensors"
@@ -88,6 +90,31 @@ def save_encoder_model(
     save_head(head, out)
     write_meta(out, meta)
     return out
+
+
+def load_encoder_model(
+    directory: str | Path, build: Callable[[Any, Any, dict[str, Any]], ModuleT], what: str, device: torch.device | str | None = None
+) -> ModuleT:
+    """Restore what :func:`save_encoder_model` wrote: the encoder and tokenizer (offline), the
+    model ``build(encoder, tokenizer, meta)`` makes around them, its head's weights; eval mode.
+
+    Raises:
+        FormatError: naming ``reranker.json`` when ``build`` finds it incomplete (``what`` says
+            which kind of model), or ``head.safetensors`` when it is missing or does not fit.
+
+    Example:
+        >>> load_encoder_model("results/models/x", lambda enc, tok, meta: MyModel(enc, tok, **meta["head"]),
+        ...     "my model")  # doctest: +SKIP
+    """
+    path = Path(directory)
+    meta = read_meta(path)
+    try:
+        encoder, tokenizer = load_encoder(str(path.resolve()))
+        model = build(encoder, tokenizer, meta)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise FormatError(path / META_FILE, None, f"incomplete or invalid {what} description ({exc!r})") from None
+    load_head(model.head, path)
+    return ready(model, device)
 
 
 def ready(model: ModuleT, device: torch.device | str | None) -> ModuleT:
