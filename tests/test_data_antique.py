@@ -39,6 +39,7 @@ def test_registered_with_the_bert_dmn_protocol() -> None:
         "relevance_threshold": 3,
         "metrics": ["MAP", "MRR", "P@1", "nDCG@10"],
         "options": {"dev_queries": 200, "dev_seed": 42},
+        "scoring": None,
     }
     collection = dataset.files[0]
     assert (collection.name, collection.size, collection.md5) == (COLLECTION, 93_608_031, "684f7015aff377062a758e478476aac8")

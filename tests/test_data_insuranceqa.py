@@ -41,6 +41,7 @@ def test_registered_with_the_bert_dmn_protocol() -> None:
         "relevance_threshold": 1,
         "metrics": ["MAP", "MRR"],
         "options": {"pool_size": 100},
+        "scoring": None,
     }
     answers = dataset.files[-1]
     assert (answers.name, answers.member) == (ANSWERS_JSON, "insuranceqa_data-1.2/insuranceqa_data/answers.json.gz")
@@ -194,10 +195,10 @@ def test_real_first_and_last_records(real: dict[str, Any]) -> None:
     qrels = (out / "qrels.txt").read_text().splitlines()
     assert (len(qrels), qrels[0], qrels[-1]) == (27987, "test-1 0 16164 1", "valid-999 0 7337 1")
     lines = (out / "pool.run").read_text().splitlines()
-    assert (len(lines), lines[0], lines[-1]) == (1702044, "test-1 Q0 15813 1 103 pool", "valid-999 Q0 21781 105 1 pool")
+    assert (len(lines), lines[0], lines[-1]) == (1702044, "test-1 Q0 15813 1 103.0 pool", "valid-999 Q0 21781 105 1.0 pool")
     train1 = [line.split()[2] for line in lines if line.startswith("train-1 ")]
     assert (len(train1), train1[-1]) == (101, "20798")  # ground truth missing from the pool, appended
-    assert "train-2 Q0 26354 27 74 pool" in lines  # ground truth inside the pool stays at its rank
+    assert "train-2 Q0 26354 27 74.0 pool" in lines  # ground truth inside the pool stays at its rank
     split = read_json(out / "split.json")
     assert {k: (v[0], v[-1], len(v)) for k, v in split.items()} == {
         "train": ("train-1", "train-12889", 12889),

@@ -42,6 +42,7 @@ def test_registered_with_the_monobert_protocol() -> None:
         "relevance_threshold": 1,
         "metrics": ["MRR@10"],
         "options": {"train_queries": 20000, "train_seed": 42},
+        "scoring": None,
     }
     assert [f.name for f in dataset.files] == list(FILES)
     assert {(f.member, f.archive_md5, f.archive_size) for f in dataset.files} == {(name, ARCHIVE_MD5, 1_057_717_952) for name in FILES}

@@ -49,6 +49,7 @@ def test_registered_with_the_protocol_of_mass_et_al() -> None:
         "relevance_threshold": 1,
         "metrics": ["P@1", "MRR", "MAP"],
         "options": {},
+        "scoring": None,
     }
     [spec] = dataset.files
     assert (spec.name, spec.url, spec.member, spec.manual) == ("nfL6.json.gz", URL, None, None)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import zipfile
 from pathlib import Path
@@ -23,6 +24,7 @@ from reranklab.data.semeval import (
     read_threads,
 )
 from reranklab.errors import ConfigError, DownloadError, FormatError
+from reranklab.evaluation import evaluate_run
 from reranklab.io import rank_order, read_corpus, read_json, read_qrels, read_queries, read_run
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -75,6 +77,7 @@ def test_registered_with_the_bertsel_protocol() -> None:
             "relevance_threshold": 1,
             "metrics": ["MAP", "MRR"],
             "options": {"with_2015": True},
+            "scoring": None,
         }
         specs = [(f.name, f.url, f.member) for f in dataset.files]
         assert specs[:-1] == [
@@ -160,7 +163,7 @@ def test_first_and_last_records(prepared: dict[str, Any]) -> None:
     pool = read_run(out / "pool.run")
     assert [pid for pid, _ in rank_order(pool["Q101_R1"])] == ["Q101_R1_C1", "Q101_R1_C2", "Q101_R1_C3"]
     lines = (out / "pool.run").read_text().splitlines()
-    assert (len(lines), lines[0]) == (24, "Q101_R1 Q0 Q101_R1_C1 1 3 pool")
+    assert (len(lines), lines[0]) == (24, "Q101_R1 Q0 Q101_R1_C1 1 3.0 pool")
 
 
 def test_without_the_2015_data() -> None:
@@ -214,3 +217,49 @@ def test_options_are_checked(tmp_path: Path) -> None:
         SemEval2016().parse(tmp_path, {"test": "2017"})
     with pytest.raises(DownloadError, match=r"train-part1-subtaskA.xml: missing; run the download step for semeval2016 first"):
         SemEval2016().parse(tmp_path, {})
+
+
+SHARED_DEV = Path(__file__).resolve().parents[1].parent / "shared" / "datasets" / "semeval2016" / DEV
+
+
+def _shared_dev() -> Path:
+    configured = os.environ.get("RERANKLAB_MIRROR", "").strip()
+    path = Path(configured) / "semeval2016" / DEV if configured else SHARED_DEV
+    if not path.is_file():
+        pytest.skip(f"no SemEval-2016 dev file in the mirror ({path}): set RERANKLAB_MIRROR")
+    return path
+
+
+def test_official_scoring_on_the_handmade_run() -> None:
+    # Three questions, ten comments or fewer; Good at the ranks marked G (1-based):
+    # qa: G at 2 and 5 -> AP@10 = (1/2 + 2/5) / 2 = 0.45, RR = 1/2;
+    # qb: G at 12 only (outside the top 10) -> AP@10 = 0, RR@10 = 0 (trec_eval's AP: 1/12);
+    # qc: no Good comment -> 0 for both, and the question still counts.
+    qrels = {
+        "qa": {f"a{i:02d}": int(i in (2, 5)) for i in range(1, 11)},
+        "qb": {f"b{i:02d}": int(i == 12) for i in range(1, 13)},
+        "qc": {f"c{i:02d}": 0 for i in range(1, 5)},
+    }
+    run = {q: {pid: float(100 - int(pid[1:])) for pid in judged} for q, judged in qrels.items()}
+    official = SemEval2016().scoring()
+    result = evaluate_run(run, qrels, list(qrels), scoring=official)
+    assert result["n_queries"] == 3 and result["dropped"] == {}
+    assert result["per_query"]["qa"]["MAP"] == pytest.approx(0.45)
+    assert result["per_query"]["qb"]["MAP"] == 0.0 and result["per_query"]["qb"]["MRR"] == 0.0
+    assert result["aggregate"]["MAP"] == pytest.approx(0.45 / 3)
+    assert result["aggregate"]["MRR"] == pytest.approx(0.5 / 3)
+    with_good = evaluate_run(run, qrels, list(qrels), scoring=SemEval2016().scoring("with-good"))
+    assert with_good["dropped"] == {"no_relevant": 1}
+    assert with_good["aggregate"]["MAP"] == pytest.approx((0.45 + 1 / 12) / 2)
+
+
+@pytest.mark.mirror
+def test_chronological_baseline_scores_the_official_figure_on_the_2016_dev_set() -> None:
+    # The scorer's IR baseline (comments in thread order) on SemEval-2016 dev: MAP 53.84.
+    threads = list(read_threads(_shared_dev()))
+    qrels = {t.qid: {c.cid: int(c.label == "Good") for c in t.comments} for t in threads}
+    run = {t.qid: {c.cid: float(len(t.comments) - i) for i, c in enumerate(t.comments)} for t in threads}
+    official = evaluate_run(run, qrels, list(qrels), scoring=SemEval2016().scoring("official"))
+    assert (official["n_queries"], round(official["aggregate"]["MAP"], 4)) == (244, 0.5384)
+    with_good = evaluate_run(run, qrels, list(qrels), scoring=SemEval2016().scoring("with-good"))
+    assert (with_good["n_queries"], with_good["dropped"], round(with_good["aggregate"]["MAP"], 4)) == (211, {"no_relevant": 33}, 0.6227)

@@ -171,6 +171,7 @@ def test_registered_with_the_monobert_protocol() -> None:
         "relevance_threshold": 1,
         "metrics": ["MAP"],
         "options": {"train_folds": [0, 1, 2, 3], "train_queries": 20000, "train_seed": 42},
+        "scoring": None,
     }
     assert [f.name for f in dataset.files] == [PARAGRAPHS, *(fold_qrels(f) for f in range(4)), TEST_QRELS]
     assert dataset.files[0].member == "paragraphcorpus/paragraphcorpus.cbor"

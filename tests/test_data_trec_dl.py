@@ -49,6 +49,7 @@ def test_registered_with_the_track_protocol() -> None:
         "relevance_threshold": 2,
         "metrics": ["nDCG@10", "MAP", "MRR"],
         "options": {"train_queries": 20000, "train_seed": 42, "train_grade": 2},
+        "scoring": None,
     }
     assert [f.name for f in dataset.files] == [*MSMARCO_FILES, TOPICS, QRELS]
 

@@ -16,6 +16,7 @@ from reranklab.data import get_dataset
 from reranklab.data.download import fetch_dataset
 from reranklab.data.trecqa import ARCHIVE_URL, RAW_FILES, TrecQA, pool_order, read_qapairs
 from reranklab.errors import ConfigError, DownloadError, FormatError
+from reranklab.evaluation import evaluate_run
 from reranklab.io import rank_order, read_corpus, read_json, read_qrels, read_queries, read_run
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -59,8 +60,12 @@ def test_registered_with_the_bertsel_protocol() -> None:
         "negatives_per_positive": "all",
         "relevance_threshold": 1,
         "metrics": ["MAP", "MRR"],
-        "options": {"train": "train_all", "test": "clean"},
+        "options": {"train": "train_all"},
+        "scoring": None,
     }
+    assert [s.name for s in dataset.scorings] == ["clean", "raw"]
+    assert dataset.scoring().name == "clean"
+    assert (dataset.scoring("clean").queries, dataset.scoring("raw").queries) == ("relevant_and_nonrelevant", "judged")
     assert [(f.name, f.url, f.member) for f in dataset.files] == [
         (name, ARCHIVE_URL, f"jacana-qa-naacl2013-data-results/{name}")
         for name in (
@@ -105,45 +110,46 @@ def test_files_come_out_of_the_jacana_archive(tmp_path: Path) -> None:
         assert (tmp_path / "raw" / name).read_bytes() == (FIXTURES / "trecqa" / name).read_bytes()
 
 
-def test_clean_train_all_counts(prepared: dict[str, Any]) -> None:
+def test_train_all_counts_keep_every_question(prepared: dict[str, Any]) -> None:
     assert prepared["stats"] == {
-        "passages": 22,
-        "queries": 8,
-        "judged_queries": 8,
-        "judgements": 22,
-        "split": {"train": 4, "dev": 2, "test": 2},
-        "pool_pairs": 22,
+        "passages": 24,
+        "queries": 10,
+        "judged_queries": 10,
+        "judgements": 24,
+        "split": {"train": 4, "dev": 3, "test": 3},
+        "pool_pairs": 24,
         "questions_in_file": {"train": 4, "dev": 3, "test": 3},
-        "pairs": {"train": 11, "dev": 5, "test": 6},
-        "positives": {"train": 4, "dev": 2, "test": 3},
+        "pairs": {"train": 11, "dev": 6, "test": 7},
+        "positives": {"train": 4, "dev": 2, "test": 4},
         "questions_with_positive_and_negative": {"train": 3, "dev": 2, "test": 2},
-        "dropped_by_clean": {"train": 0, "dev": 1, "test": 1},
         "train_file": "train2393.cleanup.xml.gz",
-        "test_variant": "clean",
     }
     assert read_json(prepared["out"] / "stats.json") == prepared["stats"]
 
 
-def test_raw_keeps_one_sided_questions_and_train_picks_the_file() -> None:
-    raw = TrecQA().parse(FIXTURES / "trecqa", {"train": "train", "test": "raw"})
-    assert raw.split == {"train": ["1395", "1398"], "dev": ["1.1", "1.2", "3.1"], "test": ["40.1", "40.2", "41.1"]}
-    assert raw.qrels["1.2"] == {"1.2-000": 0}  # only negative: kept in raw, dropped in clean
-    assert raw.qrels["40.2"] == {"40.2-000": 1}  # only positive: kept in raw, dropped in clean
-    stats = raw.stats()
-    assert (stats["queries"], stats["passages"], stats["pairs"]) == (8, 19, {"train": 6, "dev": 6, "test": 7})
-    assert stats["dropped_by_clean"] == {"train": 0, "dev": 0, "test": 0}
-    assert (stats["train_file"], stats["test_variant"]) == ("train-less-than-40.manual-edit.xml", "raw")
-    clean = TrecQA().parse(FIXTURES / "trecqa", {"train": "train_all", "test": "clean"})
-    assert clean.split == {"train": ["1395", "1398", "2045", "2046"], "dev": ["1.1", "3.1"], "test": ["40.1", "41.1"]}
-    assert "1.2" not in clean.queries and "40.2" not in clean.qrels and "40.2-000" not in clean.corpus
-    # Training questions are never cleaned: 2046 has only negatives.
-    assert clean.qrels["2046"] == {"2046-000": 0, "2046-001": 0}
+def test_clean_and_raw_are_scorings_not_data() -> None:
+    data = TrecQA().parse(FIXTURES / "trecqa", {"train": "train"})
+    assert data.split == {"train": ["1395", "1398"], "dev": ["1.1", "1.2", "3.1"], "test": ["40.1", "40.2", "41.1"]}
+    assert data.qrels["1.2"] == {"1.2-000": 0}  # only negative: counted by raw (scores 0), not by clean
+    assert data.qrels["40.2"] == {"40.2-000": 1}  # only positive: counted by raw (scores 1), not by clean
+    assert data.stats()["train_file"] == "train-less-than-40.manual-edit.xml"
+    # The pool ranks 1.2 and 40.2 like any question; the scoring decides whether they count.
+    clean, raw = (TrecQA().scoring(name) for name in ("clean", "raw"))
+    for split, counted_clean in (("dev", ["1.1", "3.1"]), ("test", ["40.1", "41.1"])):
+        run = {q: data.pool[q] for q in data.split[split]}
+        by_clean = evaluate_run(run, data.qrels, data.split[split], scoring=clean)
+        by_raw = evaluate_run(run, data.qrels, data.split[split], scoring=raw)
+        assert sorted(by_clean["per_query"]) == counted_clean
+        assert sorted(by_raw["per_query"]) == sorted(data.split[split])
+        assert by_clean["dropped"] == {"no_relevant": 1} if split == "dev" else {"only_relevant": 1}
+    # Training questions are never filtered: 2046 has only negatives.
+    assert TrecQA().parse(FIXTURES / "trecqa", {}).qrels["2046"] == {"2046-000": 0, "2046-001": 0}
 
 
 def test_first_and_last_records(prepared: dict[str, Any]) -> None:
     out = prepared["out"]
     queries = read_queries(out / "queries.tsv")
-    assert list(queries) == ["1395", "1398", "2045", "2046", "1.1", "3.1", "40.1", "41.1"]
+    assert list(queries) == ["1395", "1398", "2045", "2046", "1.1", "1.2", "3.1", "40.1", "40.2", "41.1"]
     assert (queries["1395"], queries["41.1"]) == ("Who invented the telephone ?", "How many moons does Mars have ?")
     assert queries["40.1"] == "What does AT&T stand for ?"
     corpus = read_corpus(out / "corpus.parquet")
@@ -155,9 +161,9 @@ def test_first_and_last_records(prepared: dict[str, Any]) -> None:
     assert qrels["41.1"] == {"41.1-000": 1, "41.1-001": 0, "41.1-002": 1}
     assert qrels["1398"] == {"1398-000": 0, "1398-001": 1}
     split = read_json(out / "split.json")
-    assert split == {"train": ["1395", "1398", "2045", "2046"], "dev": ["1.1", "3.1"], "test": ["40.1", "41.1"]}
+    assert split == {"train": ["1395", "1398", "2045", "2046"], "dev": ["1.1", "1.2", "3.1"], "test": ["40.1", "40.2", "41.1"]}
     lines = (out / "pool.run").read_text().splitlines()
-    assert (len(lines), lines[0], lines[-1]) == (22, "1.1 Q0 1.1-000 1 3 pool", "41.1 Q0 41.1-002 3 1 pool")
+    assert (len(lines), lines[0], lines[-1]) == (24, "1.1 Q0 1.1-000 1 3.0 pool", "41.1 Q0 41.1-002 3 1.0 pool")
 
 
 def test_pool_order_hides_the_labels(prepared: dict[str, Any]) -> None:
@@ -210,8 +216,8 @@ def test_malformed_test_file_names_file_and_line(tmp_path: Path, edit: Any, line
 
 
 def test_options_are_checked(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match=r"protocol.trecqa.options.test: 'filtered' is not one of \['clean', 'raw'\]"):
-        TrecQA().parse(tmp_path, {"test": "filtered"})
+    with pytest.raises(ConfigError, match=r"protocol.trecqa.options.test: clean/raw is now the scoring protocol.*scoring: clean \(default\) or raw"):
+        TrecQA().parse(tmp_path, {"test": "raw"})
     with pytest.raises(ConfigError, match=r"protocol.trecqa.options.train: 'all' is not one of \['train_all', 'train'\]"):
         TrecQA().parse(tmp_path, {"train": "all"})
     with pytest.raises(ConfigError, match=r"unknown option\(s\) \['seed'\]"):

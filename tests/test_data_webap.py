@@ -59,6 +59,7 @@ def test_registered_with_the_protocol_of_mass_et_al() -> None:
         "relevance_threshold": 1,
         "metrics": ["P@1", "MRR", "MAP"],
         "options": {"seed": 1},
+        "scoring": None,
     }
     assert [(f.name, f.url) for f in dataset.files] == [(PASSAGES_FILE, None), (QUERIES_FILE, None)]
     assert all("https://ciir.cs.umass.edu/downloads/WebAP/" in f.manual for f in dataset.files)

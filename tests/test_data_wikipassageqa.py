@@ -37,6 +37,7 @@ def test_registered_with_mass_et_al_protocol() -> None:
         "relevance_threshold": 1,
         "metrics": ["MAP", "MRR", "P@1"],
         "options": {},
+        "scoring": None,
     }
     assert [f.name for f in dataset.files] == ["train.tsv", "dev.tsv", "test.tsv", "document_passages.json"]
     assert {f.url for f in dataset.files} == {"https://ciir.cs.umass.edu/downloads/wikipassageqa/WikiPassageQA.zip"}
@@ -81,7 +82,7 @@ def test_prepare_fixture_end_to_end(raw: Path, tmp_path: Path) -> None:
     # All passages of the question's article, in passage order (0_10 after 0_3, not after 0_1).
     assert [pid for pid, _ in rank_order(pool["201"])] == ["0_0", "0_1", "0_2", "0_3", "0_10"]
     assert [pid for pid, _ in rank_order(pool["301"])] == ["2_0", "2_1", "2_2"]
-    assert (out / "pool.run").read_text().splitlines()[:2] == ["101 Q0 0_0 1 5 pool", "101 Q0 0_1 2 4 pool"]
+    assert (out / "pool.run").read_text().splitlines()[:2] == ["101 Q0 0_0 1 5.0 pool", "101 Q0 0_1 2 4.0 pool"]
 
 
 def _append_line(path: Path, line: str) -> int:

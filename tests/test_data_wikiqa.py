@@ -13,6 +13,7 @@ from reranklab.data import registry
 from reranklab.data.download import fetch_dataset
 from reranklab.data.wikiqa import WikiQA, raw_name, read_rows
 from reranklab.errors import ConfigError, FormatError
+from reranklab.evaluation import evaluate_run
 from reranklab.io import rank_order, read_corpus, read_json, read_qrels, read_queries, read_run
 
 REPO = Path(__file__).resolve().parents[1]
@@ -71,6 +72,7 @@ def test_registered_with_the_papers_protocol() -> None:
         "relevance_threshold": 1,
         "metrics": ["MAP", "MRR"],
         "options": {},
+        "scoring": None,
     }
     assert [f.name for f in dataset.files] == ["WikiQA-train.tsv", "WikiQA-dev.tsv", "WikiQA-test.tsv"]
     assert {f.member for f in dataset.files} == {f"WikiQACorpus/WikiQA-{s}.tsv" for s in ("train", "dev", "test")}
@@ -128,8 +130,8 @@ def test_first_and_last_records(prepared: dict[str, Any]) -> None:
     pool_lines = (out / "pool.run").read_text().splitlines()
     assert (len(pool_lines), pool_lines[0], pool_lines[-1]) == (
         29258,
-        "Q0 Q0 D0-0 1 6 pool",
-        "Q999 Q0 D964-0 1 1 pool",
+        "Q0 Q0 D0-0 1 6.0 pool",
+        "Q999 Q0 D964-0 1 1.0 pool",
     )
 
     split = read_json(out / "split.json")
@@ -197,3 +199,40 @@ def test_question_in_two_splits_is_refused(raw_copy: Path) -> None:
 def test_options_are_refused() -> None:
     with pytest.raises(ConfigError, match=r"protocol.wikiqa.options: WikiQA takes no options, got \['depth'\]"):
         WikiQA().parse(Path("unused"), {"depth": 5})
+
+
+def _expected_ap_of_a_random_order(n: int, relevant: int) -> float:
+    # E[AP] over all orders = (1/n) [H_n + (R-1)/(n-1) (n - H_n)] (see tests/test_evaluation.py).
+    harmonic = sum(1 / k for k in range(1, n + 1))
+    return (harmonic + (relevant - 1) / (n - 1) * (n - harmonic)) / n if n > 1 else 1.0
+
+
+def test_scorings_count_the_official_questions_and_ties_do_not_follow_page_order(prepared: dict[str, Any]) -> None:
+    out = prepared["out"]
+    qrels, split, pool = read_qrels(out / "qrels.txt"), read_json(out / "split.json"), read_run(out / "pool.run")
+    filtered, with_correct = WikiQA().scoring(), WikiQA().scoring("with-correct")
+    assert filtered.name == "filtered"
+    counts = {}
+    for name, scoring in (("filtered", filtered), ("with-correct", with_correct)):
+        for part in ("dev", "test"):
+            result = evaluate_run({q: pool[q] for q in split[part]}, qrels, split[part], scoring=scoring)
+            counts[name, part] = (result["n_queries"], result["dropped"])
+    assert counts == {
+        ("filtered", "dev"): (122, {"no_relevant": 170, "only_relevant": 4}),
+        ("filtered", "test"): (237, {"no_relevant": 390, "only_relevant": 6}),
+        ("with-correct", "dev"): (126, {"no_relevant": 170}),
+        ("with-correct", "test"): (243, {"no_relevant": 390}),
+    }
+    # Every candidate with the same score: page order (MAP ~0.63) must not leak through; the
+    # result stays within a few standard errors of the exact expectation of a random order.
+    test = split["test"]
+    constant = {q: dict.fromkeys(pool[q], 0.0) for q in test}
+    result = evaluate_run(constant, qrels, test, scoring=filtered)
+    counted = sorted(result["per_query"])
+    expected = [_expected_ap_of_a_random_order(len(qrels[q]), sum(qrels[q].values())) for q in counted]
+    values = [result["per_query"][q]["MAP"] for q in counted]
+    mean_expected = sum(expected) / len(expected)
+    stderr = (sum((v - e) ** 2 for v, e in zip(values, expected, strict=True)) / len(values)) ** 0.5 / len(values) ** 0.5
+    assert abs(result["aggregate"]["MAP"] - mean_expected) < 4 * stderr
+    assert result["aggregate"]["MAP"] < 0.5 < evaluate_run({q: pool[q] for q in test}, qrels, test, scoring=filtered)["aggregate"]["MAP"]
+    assert result["ties"]["queries"] == sum(1 for q in counted if len(pool[q]) > 1)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -16,6 +18,7 @@ from reranklab.io import (
     read_qrels,
     read_queries,
     read_run,
+    tie_key,
     write_corpus,
     write_folds,
     write_qrels,
@@ -38,12 +41,29 @@ def test_qrels_accept_mixed_whitespace_and_reject_float_grades(tmp_path):
         read_qrels(path)
 
 
-def test_run_round_trip_orders_by_score_then_pid(tmp_path):
+def test_run_round_trip_orders_by_score_then_tie_key(tmp_path):
     run = {"q1": {"b": 1.0, "a": 1.0, "c": 2.5}, "q0": {"x": -1.0}}
     write_run(tmp_path / "r.run", run, tag="t")
     lines = (tmp_path / "r.run").read_text().splitlines()
-    assert lines == ["q0 Q0 x 1 -1 t", "q1 Q0 c 1 2.5 t", "q1 Q0 a 2 1 t", "q1 Q0 b 3 1 t"]
+    tied = sorted("ab", key=lambda pid: tie_key("q1", pid))
+    assert lines == ["q0 Q0 x 1 -1.0 t", "q1 Q0 c 1 2.5 t", f"q1 Q0 {tied[0]} 2 1.0 t", f"q1 Q0 {tied[1]} 3 1.0 t"]
     assert read_run(tmp_path / "r.run") == run
+
+
+def test_run_scores_round_trip_as_float64(tmp_path):
+    # Logits of a confident model differ far past 8 significant digits; .8g would merge them.
+    scores = [37.00000000000001, 37.0, 1 - 1e-12, 1 - 2e-12, 1e-300, -0.1 + 1e-17, 0.1 + 0.2]
+    run = {"q": {f"p{i}": s for i, s in enumerate(scores)}}
+    write_run(tmp_path / "r.run", run)
+    assert read_run(tmp_path / "r.run") == run
+    assert len({line.split()[4] for line in (tmp_path / "r.run").read_text().splitlines()}) == len(set(scores))
+
+
+def test_tie_key_is_stable_across_processes():
+    # blake2b of the text, not Python's salted hash(): the same value in every process.
+    code = "from reranklab.io import tie_key; print(tie_key('Q1', 'D1-0'), tie_key('Q1', 'D1-0', seed=7))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env={**os.environ, "PYTHONHASHSEED": "123"})
+    assert out.stdout.split() == [str(tie_key("Q1", "D1-0")), str(tie_key("Q1", "D1-0", seed=7))]
 
 
 def test_run_depth_and_qids(tmp_path):

@@ -23,6 +23,7 @@ import jsonschema
 import yaml
 
 from reranklab.errors import ConfigError
+from reranklab.evaluation.protocol import Scoring
 
 SCHEMA_RELATIVE = Path("workflow/schemas/params.schema.yaml")
 
@@ -88,12 +89,16 @@ def _validate_names(config: Mapping[str, Any], source: str) -> None:
     known_datasets = dataset_names()
     for name in list(config.get("datasets", [])) + list(config.get("protocol", {})):
         if name not in known_datasets:
-            raise ConfigError(f"{source}: key datasets: unknown dataset {name!r} (known: {', '.join(known_datasets)})")
+            raise ConfigError(
+                f"{source}: key datasets: unknown dataset {name!r} (known: {', '.join(known_datasets)})"
+            )
     known_variants = variant_names()
     grid_variants = config.get("grid", {}).get("variant", [])
     for name in list(grid_variants) + list(config.get("variants", {})):
         if name not in known_variants:
-            raise ConfigError(f"{source}: key grid.variant: unknown variant {name!r} (known: {', '.join(known_variants)})")
+            raise ConfigError(
+                f"{source}: key grid.variant: unknown variant {name!r} (known: {', '.join(known_variants)})"
+            )
 
 
 def load_params(paths: Iterable[str | os.PathLike[str]]) -> dict[str, Any]:
@@ -147,6 +152,21 @@ def resolve_protocol(config: Mapping[str, Any], dataset: str) -> dict[str, Any]:
     return protocol
 
 
+def resolve_scoring(config: Mapping[str, Any], dataset: str) -> Scoring:
+    """The scoring protocol of ``dataset`` chosen in ``protocol.<dataset>.scoring`` (default: official).
+
+    Example:
+        >>> resolve_scoring({"protocol": {"wikiqa": {"scoring": "with-correct"}}}, "wikiqa").queries
+        'relevant'
+    """
+    from reranklab.data import get_dataset
+
+    protocol = resolve_protocol(config, dataset)
+    return get_dataset(dataset).scoring(
+        protocol.get("scoring"), relevance=int(protocol["relevance_threshold"])
+    )
+
+
 def resolve_training(config: Mapping[str, Any], variant: str) -> dict[str, Any]:
     """Training settings of ``variant``: schema < ``training`` < the variant's paper settings < ``variants.<name>``.
 
@@ -177,7 +197,9 @@ def n_folds(config: Mapping[str, Any], dataset: str) -> int:
     return int(protocol["folds"]) if protocol["split"] == "cv" else 1
 
 
-def resolve_cell(config: Mapping[str, Any], dataset: str, variant: str, max_length: int) -> dict[str, Any]:
+def resolve_cell(
+    config: Mapping[str, Any], dataset: str, variant: str, max_length: int
+) -> dict[str, Any]:
     """Every setting that determines one cell of the grid (logged to MLflow as the run's params)."""
     full = with_defaults(config)
     return {

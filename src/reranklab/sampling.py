@@ -59,7 +59,7 @@ def sample_examples(
     for qid in queries:
         positives = sorted(pid for pid, grade in qrels.get(qid, {}).items() if grade >= threshold)
         positive_set = set(positives)
-        negatives = [pid for pid, _ in rank_order(candidates.get(qid, {})) if pid not in positive_set]
+        negatives = [pid for pid, _ in rank_order(candidates.get(qid, {}), qid) if pid not in positive_set]
         if not positives:
             dropped_no_positive += 1
             continue

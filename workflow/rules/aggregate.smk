@@ -21,7 +21,7 @@ rule aggregate:
     message:
         "Aggregating the folds of {wildcards.dataset}/{wildcards.cell}"
     params:
-        settings=lambda w: as_json({"protocol": {"relevance_threshold": protocol(w.dataset)["relevance_threshold"]}}),
+        settings=lambda w: scoring_params(w.dataset),
     conda:
         CONDA_ENV
     shell:

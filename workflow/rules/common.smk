@@ -9,6 +9,7 @@ from reranklab.config import (
     n_folds,
     resolve_cell,
     resolve_protocol,
+    resolve_scoring,
     validate_config,
     with_defaults,
 )
@@ -45,6 +46,11 @@ def as_json(obj):
 
 def protocol(dataset):
     return resolve_protocol(CFG, dataset)
+
+
+def scoring_params(dataset):
+    # The whole definition, not only its name: a changed scoring re-runs evaluate and aggregate.
+    return as_json({"scoring": resolve_scoring(CFG, dataset).as_dict()})
 
 
 def folds_of(dataset):

@@ -8,9 +8,9 @@ rule evaluate:
     log:
         "results/logs/evaluate/{dataset}/{cell}/fold{fold}.log",
     message:
-        "Evaluating {wildcards.dataset}/{wildcards.cell} fold {wildcards.fold} with pytrec_eval"
+        "Scoring {wildcards.dataset}/{wildcards.cell} fold {wildcards.fold} under the dataset's scoring protocol"
     params:
-        settings=lambda w: as_json({"protocol": {"relevance_threshold": protocol(w.dataset)["relevance_threshold"]}}),
+        settings=lambda w: scoring_params(w.dataset),
     conda:
         CONDA_ENV
     shell:

@@ -34,6 +34,7 @@ from reranklab.data._text_files import read_id_texts, read_trec_qrels
 from reranklab.data.base import Dataset, Prepared, Protocol, RawFile
 from reranklab.data.registry import register_dataset
 from reranklab.errors import ConfigError, FormatError
+from reranklab.evaluation.protocol import Scoring
 
 BASE_URL = "https://ciir.cs.umass.edu/downloads/Antique/"
 COLLECTION = "antique-collection.txt"
@@ -93,6 +94,15 @@ class Antique(Dataset):
         relevance_threshold=3,
         metrics=("MAP", "MRR", "P@1", "nDCG@10"),
         options={"dev_queries": 200, "dev_seed": 42},
+    )
+    scorings = (
+        Scoring(
+            "official",
+            "every judged query (test 200); labels 3 and 4 relevant for the binary measures, nDCG on the grades",
+            queries="judged",
+            relevance=3,
+            source="trec_eval -l 3, as Hashemi et al. (ECIR 2020) and ir_datasets' antique/test",
+        ),
     )
 
     def parse(self, raw_dir: Path, options: dict[str, Any]) -> Prepared:

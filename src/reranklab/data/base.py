@@ -17,6 +17,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from reranklab.errors import ConfigError
+from reranklab.evaluation.protocol import Scoring, default_scoring
 from reranklab.io import Qrels, Run, write_corpus, write_json, write_qrels, write_queries, write_run
 
 
@@ -62,9 +64,12 @@ class Protocol:
         split: ``cv`` (k-fold by query) or ``predefined``.
         folds: k for ``cv``.
         negatives_per_positive: negatives kept per positive in training, or ``"all"``.
-        relevance_threshold: smallest grade that counts as relevant.
+        relevance_threshold: smallest grade that counts as relevant in training (positives,
+            injection); the scoring protocol has its own levels.
         metrics: headline measures, in the order the papers report them.
         options: dataset-specific settings.
+        scoring: name of the dataset's scoring protocol (``None`` = its first, the official
+            one; see :attr:`Dataset.scorings`).
     """
 
     first_stage: str = "bm25"
@@ -76,6 +81,7 @@ class Protocol:
     relevance_threshold: int = 1
     metrics: tuple[str, ...] = ("P@1", "MAP", "MRR")
     options: dict[str, Any] = field(default_factory=dict)
+    scoring: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -133,10 +139,32 @@ class Dataset(ABC):
     files: tuple[RawFile, ...]
     protocol: Protocol
     mirror_dir: str | None = None  # folder name in the mirror; defaults to ``name``
+    # Named scoring protocols, the official one first; none declared = the papers' default
+    # (queries with a relevant passage, trec_eval measures at the relevance threshold).
+    scorings: tuple[Scoring, ...] = ()
 
     @property
     def mirror_folder(self) -> str:
         return self.mirror_dir or self.name
+
+    def scoring(self, name: str | None = None, relevance: int | None = None) -> Scoring:
+        """The scoring protocol called ``name`` (default: the official one).
+
+        Args:
+            name: a name from :attr:`scorings`; ``None`` = ``protocol.scoring`` or the first.
+            relevance: for a dataset without declared scorings, the relevance level of the
+                default one (default: ``protocol.relevance_threshold``).
+
+        Raises:
+            ConfigError: ``name`` is not one of the dataset's scorings (they are listed).
+        """
+        declared = self.scorings or (default_scoring(self.protocol.relevance_threshold if relevance is None else relevance),)
+        wanted = name or self.protocol.scoring or declared[0].name
+        for scoring in declared:
+            if scoring.name == wanted:
+                return scoring
+        known = ", ".join(s.name for s in declared)
+        raise ConfigError(f"protocol.{self.name}.scoring: {wanted!r} is not a scoring of {self.name} (known: {known})")
 
     @abstractmethod
     def parse(self, raw_dir: Path, options: dict[str, Any]) -> Prepared:

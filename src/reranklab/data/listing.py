@@ -43,6 +43,7 @@ class DatasetListing:
     citation: str
     mirror_folder: str
     protocol: dict[str, Any]
+    scorings: list[dict[str, Any]]
     counts: dict[str, Any]
     counts_from: str  # "prepared" (stats.json), "declared" (the module), or "unknown"
     raw_files: list[RawFileState] = field(default_factory=list)
@@ -54,7 +55,9 @@ class DatasetListing:
         return asdict(self)
 
 
-def describe(dataset: Dataset, results_dir: str | Path = "results", mirror: str | None = None) -> DatasetListing:
+def describe(
+    dataset: Dataset, results_dir: str | Path = "results", mirror: str | None = None
+) -> DatasetListing:
     """The listing of one dataset.
 
     Args:
@@ -84,6 +87,7 @@ def describe(dataset: Dataset, results_dir: str | Path = "results", mirror: str 
         citation=dataset.citation,
         mirror_folder=dataset.mirror_folder,
         protocol=dataset.protocol.as_dict(),
+        scorings=[s.as_dict() for s in (dataset.scorings or (dataset.scoring(),))],
         counts=counts,
         counts_from=counts_from,
         raw_files=[_state(spec, data_dir / "raw", mirror_dir) for spec in dataset.files],
@@ -93,7 +97,9 @@ def describe(dataset: Dataset, results_dir: str | Path = "results", mirror: str 
     )
 
 
-def list_datasets(results_dir: str | Path = "results", mirror: str | None = None) -> list[DatasetListing]:
+def list_datasets(
+    results_dir: str | Path = "results", mirror: str | None = None
+) -> list[DatasetListing]:
     """:func:`describe` for every registered dataset, by name.
 
     Example:
@@ -197,7 +203,9 @@ def format_counts(counts: dict[str, Any]) -> str:
     parts = []
     for key, value in counts.items():
         if isinstance(value, dict):
-            inner = " / ".join(f"{k} {_number(v)}" for k, v in value.items() if not isinstance(v, (dict, list)))
+            inner = " / ".join(
+                f"{k} {_number(v)}" for k, v in value.items() if not isinstance(v, (dict, list))
+            )
             if inner:
                 parts.append(f"{key.replace('_', ' ')} {inner}")
         elif isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -220,12 +228,35 @@ def format_protocol(protocol: dict[str, Any]) -> str:
     text = f"first stage {protocol['first_stage']}{depth}"
     if protocol.get("inject_relevant"):
         text += ", inject relevant"
-    text += f"; split {protocol['split']}" + (f" ({protocol['folds']} folds)" if protocol["split"] == "cv" else "")
+    text += f"; split {protocol['split']}" + (
+        f" ({protocol['folds']} folds)" if protocol["split"] == "cv" else ""
+    )
     text += f"; negatives/positive {protocol['negatives_per_positive']}; relevant grade >= {protocol['relevance_threshold']}"
     text += f"; metrics {', '.join(protocol['metrics'])}"
     if protocol.get("options"):
         text += "; options " + ", ".join(f"{k}={v}" for k, v in protocol["options"].items())
     return text
+
+
+def format_scorings(scorings: list[dict[str, Any]]) -> list[str]:
+    """One line per scoring protocol, the default (official) first.
+
+    Example:
+        >>> format_scorings(describe(get_dataset("trecqa")).scorings)[0][:60]
+        'clean (default): DEV and TEST questions with a positive and '
+    """
+    lines = []
+    for index, scoring in enumerate(scorings):
+        measures = ", ".join(
+            m["name"] + (f" (grade >= {m['rel']})" if m.get("rel") else "")
+            for m in scoring["measures"]
+        )
+        default = " (default)" if index == 0 else ""
+        lines.append(
+            f"{scoring['name']}{default}: {scoring['description']}; queries {scoring['queries']}, "
+            f"relevant grade >= {scoring['relevance']}; {measures}; source: {scoring['source']}"
+        )
+    return lines
 
 
 def format_raw(listing: DatasetListing) -> str:
@@ -256,13 +287,17 @@ def format_listing(listings: list[DatasetListing]) -> str:
     blocks = []
     for item in listings:
         counts = format_counts(item.counts) or "unknown until prepared"
-        where = {"prepared": "from stats.json", "declared": "papers / official files, not yet prepared"}.get(item.counts_from, "")
+        where = {
+            "prepared": "from stats.json",
+            "declared": "papers / official files, not yet prepared",
+        }.get(item.counts_from, "")
         lines = [
             f"{item.name}  {item.title}",
             f"  source:    {item.source}",
             f"  licence:   {item.licence}",
             f"  citation:  {item.citation}",
             f"  protocol:  {format_protocol(item.protocol)}",
+            *(f"  scoring:   {line}" for line in format_scorings(item.scorings)),
             f"  counts:    {counts}" + (f" ({where})" if where else ""),
             f"  raw files: {format_raw(item)}",
             f"  on disk:   {human_bytes(item.disk_bytes)} in {item.data_dir}",

@@ -31,6 +31,8 @@ from reranklab.data._text_files import read_id_texts, read_trec_qrels
 from reranklab.data.base import Prepared, Protocol, RawFile
 from reranklab.data.registry import register_dataset
 from reranklab.errors import FormatError
+from reranklab.evaluation.measures import ALL, R_AT_1000
+from reranklab.evaluation.protocol import Scoring
 from reranklab.io import Qrels
 
 # -- MS MARCO passage ---------------------------------------------------------------------------
@@ -115,6 +117,16 @@ class MsMarcoPassage(StreamingCorpusDataset):
         relevance_threshold=1,
         metrics=("MRR@10",),
         options={"train_queries": 20_000, "train_seed": 42},
+    )
+    scorings = (
+        Scoring(
+            "official",
+            "all 6,980 dev (small) queries, a query missing from the run counts 0, as msmarco_eval.py (MRR@10)",
+            measures=(*ALL, R_AT_1000),
+            queries="judged",
+            missing="zero",
+            source="MS MARCO passage ranking's msmarco_eval.py (MRR@10 over the reference's queries)",
+        ),
     )
 
     def parse_topics(self, raw_dir: Path, options: dict[str, Any]) -> Prepared:

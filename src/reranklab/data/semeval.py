@@ -17,6 +17,16 @@ Each file holds ``<Thread>`` elements (possibly inside ``<OrgQuestion>``); a thr
 (chronological) order. The label is ``Good``, ``PotentiallyUseful`` or ``Bad``; as in the official
 scorer, only ``Good`` is relevant.
 
+Scoring (``protocol.semeval2016.scoring`` / ``protocol.semeval2017.scoring``):
+
+- ``official`` (default): as the task's scorer (``ev.py``, v2.2 and later, threshold 10): every
+  question counts, also those without a Good comment (they score 0); MAP is the mean of each
+  question's AP over the top 10, where AP divides by the Good comments *found in the top 10*
+  (not by all of them, as trec_eval's ``map_cut_10`` would); MRR is the reciprocal rank within
+  the top 10. The chronological baseline on the 2016 dev set scores MAP 0.5384 (the scorer's
+  ``IR`` column); the scorer breaks score ties by file order, which reranklab never does;
+- ``with-good``: only questions with a Good comment, trec_eval measures over whole rankings.
+
 Protocol of the BERTSel paper (Li et al., 2019): re-rank the comments of each related question;
 train on the 2016 training data (with the 2015 data re-annotated for subtask A), develop on the
 2016 dev set, test on the 2016 or the 2017 test set; all negatives; MAP and MRR.
@@ -42,6 +52,8 @@ from reranklab.data._parsing import iter_xml_elements, squash
 from reranklab.data.base import Dataset, Prepared, Protocol, RawFile
 from reranklab.data.registry import register_dataset
 from reranklab.errors import ConfigError, DownloadError, FormatError
+from reranklab.evaluation.measures import MRR_AT_10, NDCG_AT_10, P_AT_1, Measure
+from reranklab.evaluation.protocol import Scoring
 from reranklab.io import Qrels, Run
 
 TRAINDEV_URL = "http://alt.qcri.org/semeval2016/task3/data/uploads/semeval2016-task3-cqa-ql-traindev-v3.2.zip"
@@ -237,6 +249,29 @@ class _SemEvalTask3(Dataset):
         return builder.prepared(with_2015)
 
 
+SCORINGS = (
+    Scoring(
+        "official",
+        "every question; AP and RR over the top 10 as the SemEval Task 3 scorer (Good relevant)",
+        measures=(
+            Measure("MAP", "semeval_ap", cutoff=10, official=True, description="SemEval AP over the top 10, mean over all questions"),
+            Measure("MRR", "recip_rank", cutoff=10, description="reciprocal rank of the first Good comment in the top 10"),
+            P_AT_1,
+            MRR_AT_10,
+            NDCG_AT_10,
+        ),
+        queries="judged",
+        source="SemEval-2016/2017 Task 3 official scorer (ev.py v2.2, MAP@10 over all questions)",
+    ),
+    Scoring(
+        "with-good",
+        "questions with at least one Good comment; trec_eval measures over whole rankings",
+        queries="relevant",
+        source="trec_eval (pytrec_eval), questions without a Good comment left out",
+    ),
+)
+
+
 def _protocol() -> Protocol:
     return Protocol(
         first_stage="pool",
@@ -267,6 +302,7 @@ class SemEval2016(_SemEvalTask3):
     files = (*_TRAINDEV_FILES, _raw_file(TEST[2016], TEST_URLS[2016], "SemEval2016_task3_test/English"))
     counts = {"split": {"dev": 244, "test": 327}, "comments": {"dev": 2_440, "test": 3_270}}
     protocol = _protocol()
+    scorings = SCORINGS
 
 
 @register_dataset
@@ -286,3 +322,4 @@ class SemEval2017(_SemEvalTask3):
     files = (*_TRAINDEV_FILES, _raw_file(TEST[2017], TEST_URLS[2017], "SemEval2017_task3_test/English"))
     counts = {"split": {"dev": 244, "test": 293}, "comments": {"dev": 2_440, "test": 2_930}}
     protocol = _protocol()
+    scorings = SCORINGS

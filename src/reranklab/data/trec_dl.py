@@ -41,6 +41,8 @@ from reranklab.data.msmarco import (
 )
 from reranklab.data.registry import register_dataset
 from reranklab.errors import ConfigError, FormatError
+from reranklab.evaluation.measures import ALL, R_AT_1000
+from reranklab.evaluation.protocol import Scoring
 
 TOPICS = "topics.dl19-passage.txt"
 QRELS = "qrels.dl19-passage.txt"
@@ -111,6 +113,16 @@ class TrecDL2019(StreamingCorpusDataset):
         relevance_threshold=2,
         metrics=("nDCG@10", "MAP", "MRR"),
         options={"train_queries": 20_000, "train_seed": 42, "train_grade": 2},
+    )
+    scorings = (
+        Scoring(
+            "official",
+            "the 43 judged queries; nDCG@10 on the grades, binary measures (MAP, R@1000, MRR) with grade >= 2",
+            measures=(*ALL, R_AT_1000),
+            queries="judged",
+            relevance=2,
+            source="trec_eval -l 2 with 2019qrels-pass.txt, as the TREC 2019 Deep Learning track overview",
+        ),
     )
 
     def parse_topics(self, raw_dir: Path, options: dict[str, Any]) -> Prepared:

@@ -14,7 +14,14 @@ element is the tab-separated tokens; the lines after it (POS tags, dependencies,
 answer spans) are annotations and are ignored.
 
 Protocol of the BERTSel paper (Li et al., 2019): re-rank each question's own candidates; the
-predefined split; all negatives; MAP and MRR.
+predefined split; all negatives; MAP and MRR. Scoring (``protocol.trecqa.scoring``):
+
+- ``clean`` (default, Rao et al. 2016 and the papers after them): only DEV and TEST questions
+  with at least one positive and one negative candidate count (dev 65, test 68);
+- ``raw``: every question with candidates, as ``trec_eval`` counts them on the whole files (a
+  question with only negatives scores 0, one with only positives 1): dev 81 of 82 questions
+  (1,148 pairs; 13 all-positive, 3 all-negative), test 95 of 100 (1,517 pairs; 21 all-positive,
+  6 all-negative); the other questions have no candidate at all, so no judgement.
 
 Canonical form:
 
@@ -25,13 +32,12 @@ Canonical form:
   before the negatives, so file order would give the labels away (to a first-stage baseline and to
   ties broken by pid): candidates are put in a fixed pseudo-random order seeded by the question
   id, numbered ``nnn`` in that order, and scored so that rank order = pid order;
-- split: train (TRAIN or TRAIN-ALL), dev, test, in file order.
+- split: train (TRAIN or TRAIN-ALL), dev, test, in file order; every question is kept (which of
+  them count is the scoring's choice, not the data's).
 
 Options (``protocol.trecqa.options``):
 
-- ``train``: ``train_all`` (default, TRAIN-ALL as in BERTSel) or ``train`` (TRAIN);
-- ``test``: ``clean`` (default) drops DEV and TEST questions that have only positive or only
-  negative candidates (Rao et al., 2016), ``raw`` keeps every question.
+- ``train``: ``train_all`` (default, TRAIN-ALL as in BERTSel) or ``train`` (TRAIN).
 """
 
 from __future__ import annotations
@@ -46,6 +52,7 @@ from reranklab.data._parsing import read_text
 from reranklab.data.base import Dataset, Prepared, Protocol, RawFile
 from reranklab.data.registry import register_dataset
 from reranklab.errors import ConfigError, DownloadError, FormatError
+from reranklab.evaluation.protocol import Scoring
 from reranklab.io import Qrels, Run
 
 ARCHIVE_URL = "http://cs.jhu.edu/~xuchen/packages/jacana-qa-naacl2013-data-results.tar.bz2"
@@ -58,7 +65,7 @@ RAW_FILES = {
     "dev": "dev-less-than-40.manual-edit.xml",
     "test": "test-less-than-40.manual-edit.xml",
 }
-OPTIONS = {"train": ("train_all", "train"), "test": ("clean", "raw")}
+OPTIONS = {"train": ("train_all", "train")}
 LABELS = {"positive": 1, "negative": 0}
 _OPEN_BLOCK = re.compile(r"""<QApairs\s+id\s*=\s*(['"])(.*?)\1\s*>""")
 _ELEMENTS = ("question", *LABELS)
@@ -172,17 +179,19 @@ def pool_order(qid: str, candidates: tuple[Candidate, ...]) -> list[Candidate]:
     return ordered
 
 
-def _options(options: dict[str, Any]) -> tuple[str, str]:
+def _train_option(options: dict[str, Any]) -> str:
+    if "test" in options:
+        raise ConfigError(
+            "protocol.trecqa.options.test: clean/raw is now the scoring protocol, not an option of the data: "
+            "write protocol.trecqa.scoring: clean (default) or raw"
+        )
     unknown = sorted(set(options) - set(OPTIONS))
     if unknown:
         raise ConfigError(f"protocol.trecqa.options: unknown option(s) {unknown}; TrecQA takes {sorted(OPTIONS)}")
-    chosen = []
-    for key, allowed in OPTIONS.items():
-        value = options.get(key, allowed[0])
-        if value not in allowed:
-            raise ConfigError(f"protocol.trecqa.options.{key}: {value!r} is not one of {list(allowed)}")
-        chosen.append(value)
-    return chosen[0], chosen[1]
+    value = options.get("train", OPTIONS["train"][0])
+    if value not in OPTIONS["train"]:
+        raise ConfigError(f"protocol.trecqa.options.train: {value!r} is not one of {list(OPTIONS['train'])}")
+    return value
 
 
 @register_dataset
@@ -206,8 +215,8 @@ class TrecQA(Dataset):
         RawFile(name=name, url=ARCHIVE_URL, member=f"{ARCHIVE_FOLDER}/{name}", archive_md5=ARCHIVE_MD5)
         for name in RAW_FILES.values()
     )
-    # The default variant (TRAIN-ALL, clean DEV and TEST), as in the papers.
-    counts = {"split": {"train": 1_229, "dev": 65, "test": 68}, "pairs": {"train": 53_417, "dev": 1_117, "test": 1_442}}
+    # TRAIN-ALL and the whole DEV and TEST files; `clean` counts 65 / 68 of their questions.
+    counts = {"split": {"train": 1_229, "dev": 82, "test": 100}, "pairs": {"train": 53_417, "dev": 1_148, "test": 1_517}}
     protocol = Protocol(
         first_stage="pool",
         depth=None,
@@ -216,7 +225,21 @@ class TrecQA(Dataset):
         negatives_per_positive="all",
         relevance_threshold=1,
         metrics=("MAP", "MRR"),
-        options={"train": "train_all", "test": "clean"},
+        options={"train": "train_all"},
+    )
+    scorings = (
+        Scoring(
+            "clean",
+            "DEV and TEST questions with a positive and a negative candidate (dev 65, test 68)",
+            queries="relevant_and_nonrelevant",
+            source="Rao, He and Lin (CIKM 2016), the clean TrecQA the BERTSel paper reports",
+        ),
+        Scoring(
+            "raw",
+            "every question with candidates, as trec_eval counts them (dev 81, test 95)",
+            queries="judged",
+            source="trec_eval on the whole jacana DEV/TEST files (Wang et al. 2007; Yao et al. 2013)",
+        ),
     )
 
     def parse(self, raw_dir: Path, options: dict[str, Any]) -> Prepared:
@@ -231,26 +254,25 @@ class TrecQA(Dataset):
                 in one file or used in two of them.
 
         Example:
-            >>> TrecQA().parse(Path("raw/trecqa"), {"train": "train_all", "test": "clean"}).stats()["split"]  # doctest: +SKIP
-            {'train': 1229, 'dev': 65, 'test': 68}
+            >>> TrecQA().parse(Path("raw/trecqa"), {"train": "train_all"}).stats()["split"]  # doctest: +SKIP
+            {'train': 1229, 'dev': 82, 'test': 100}
         """
-        train, test = _options(options)
-        builder = _Builder(clean=test == "clean")
+        train = _train_option(options)
+        builder = _Builder()
         for split, key in (("train", train), ("dev", "dev"), ("test", "test")):
             path = Path(raw_dir) / RAW_FILES[key]
             if not path.is_file():
                 raise DownloadError(f"{path}: missing; run the download step for {self.name} first")
             builder.add_file(split, path)
         prepared = builder.prepared()
-        prepared.extra_stats.update({"train_file": RAW_FILES[train], "test_variant": test})
+        prepared.extra_stats.update({"train_file": RAW_FILES[train]})
         return prepared
 
 
 class _Builder:
     """Accumulates the canonical form over the three files of a split."""
 
-    def __init__(self, clean: bool) -> None:
-        self.clean = clean
+    def __init__(self) -> None:
         self.corpus: dict[str, str] = {}
         self.queries: dict[str, str] = {}
         self.qrels: Qrels = {}
@@ -262,12 +284,11 @@ class _Builder:
             "pairs": {},
             "positives": {},
             "questions_with_positive_and_negative": {},
-            "dropped_by_clean": {},
         }
 
     def add_file(self, split: str, path: Path) -> None:
         qids: list[str] = []
-        in_file = dropped = mixed = 0
+        in_file = mixed = 0
         for block in read_qapairs(path):
             in_file += 1
             if block.qid in self.origin:
@@ -276,9 +297,6 @@ class _Builder:
             self.origin[block.qid] = (str(path), block.line)
             labels = {c.label for c in block.candidates}
             mixed += labels == {0, 1}
-            if self.clean and split != "train" and labels != {0, 1}:
-                dropped += 1
-                continue
             qids.append(block.qid)
             self.queries[block.qid] = block.question
             ordered = pool_order(block.qid, block.candidates)
@@ -297,7 +315,6 @@ class _Builder:
         self.stats["pairs"][split] = sum(len(self.qrels.get(q, {})) for q in qids)
         self.stats["positives"][split] = sum(sum(self.qrels.get(q, {}).values()) for q in qids)
         self.stats["questions_with_positive_and_negative"][split] = mixed
-        self.stats["dropped_by_clean"][split] = dropped
 
     def prepared(self) -> Prepared:
         return Prepared(

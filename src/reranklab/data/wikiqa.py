@@ -2,8 +2,19 @@
 
 Each question comes with the sentences of the summary section of one Wikipedia page, labelled
 0/1 by crowd workers. The re-ranking protocol of the BERT papers ranks exactly those sentences
-(the dataset's own pool, in page order) and reports MAP and MRR over the questions that have at
-least one correct sentence (873 / 126 / 243 in train / dev / test).
+(the dataset's own pool, in page order) and reports MAP and MRR. Scoring
+(``protocol.wikiqa.scoring``):
+
+- ``filtered`` (default): the official evaluation, ``trec_eval`` with the release's
+  ``WikiQA-<split>-filtered.ref``, used by Yang et al. and the papers that compare with them:
+  questions with at least one correct *and* one incorrect sentence (dev 122, test 237). The
+  6 test questions whose every sentence is correct score AP = 1 for any ranking (+0.009 MAP);
+- ``with-correct``: every question with a correct sentence (train 873, dev 126, test 243).
+
+Runs may name questions and sentences either by the canonical ids below or by the numbering of
+the release's ``.ref`` files and published ``.rank`` runs (question = its 1-based position in
+the split's file, sentence = its 0-based position among the question's rows); see
+:func:`ref_numbering`.
 
 Canonical form:
 
@@ -25,6 +36,7 @@ from typing import Any, NamedTuple
 from reranklab.data.base import Dataset, Prepared, Protocol, RawFile
 from reranklab.data.registry import register_dataset
 from reranklab.errors import ConfigError, DownloadError, FormatError
+from reranklab.evaluation.protocol import Scoring
 from reranklab.io import Qrels, Run
 
 SPLITS = ("train", "dev", "test")
@@ -212,6 +224,20 @@ class WikiQA(Dataset):
         negatives_per_positive="all",
         relevance_threshold=1,
         metrics=("MAP", "MRR"),
+    )
+    scorings = (
+        Scoring(
+            "filtered",
+            "questions with a correct and an incorrect sentence, as WikiQA-<split>-filtered.ref (dev 122, test 237)",
+            queries="relevant_and_nonrelevant",
+            source="trec_eval with WikiQA-test-filtered.ref of the WikiQA release (Yang et al. 2015)",
+        ),
+        Scoring(
+            "with-correct",
+            "questions with at least one correct sentence (dev 126, test 243)",
+            queries="relevant",
+            source="trec_eval with WikiQA-test.ref, questions without a correct sentence left out",
+        ),
     )
 
     def parse(self, raw_dir: Path, options: dict[str, Any]) -> Prepared:

@@ -13,7 +13,9 @@ from typing import Any
 
 from reranklab.errors import FormatError
 from reranklab.evaluation.evaluate import evaluate_run
+from reranklab.evaluation.protocol import Scoring, default_scoring
 from reranklab.io import Qrels, Run, read_json, read_run, write_json, write_run
+from reranklab.io.trec import TIE_SEED
 
 
 def _run_tag(path: Path) -> str | None:
@@ -31,7 +33,9 @@ _METRICS_KEYS = ("aggregate", "per_query", "excluded", "n_queries", "n_excluded"
 def _fold_queries(metrics: Any, path: Path) -> set[str]:
     """The queries a fold was evaluated on (scored or excluded), after checking the file's shape."""
     if not isinstance(metrics, dict) or any(key not in metrics for key in _METRICS_KEYS):
-        raise FormatError(path, None, f"not a metrics file of evaluate_run: needs keys {', '.join(_METRICS_KEYS)}")
+        raise FormatError(
+            path, None, f"not a metrics file of evaluate_run: needs keys {', '.join(_METRICS_KEYS)}"
+        )
     return set(metrics["per_query"]) | set(metrics["excluded"])
 
 
@@ -48,9 +52,10 @@ def aggregate_folds(
     fold_runs: list[Path],
     fold_metrics: list[Path],
     qrels: Qrels,
-    relevance_threshold: int,
+    scoring: Scoring | int,
     out_run: Path,
     out_metrics: Path,
+    tie_seed: int = TIE_SEED,
 ) -> dict[str, Any]:
     """Concatenate the folds' held-out runs, evaluate them, and summarise the folds.
 
@@ -58,19 +63,22 @@ def aggregate_folds(
         fold_runs: held-out run of each fold, in fold order (fold ``k`` is ``fold_runs[k]``).
         fold_metrics: each fold's :func:`evaluate_run` result as JSON, in the same order.
         qrels: the dataset's qrels.
-        relevance_threshold: smallest relevant grade; must match the folds' metrics.
+        scoring: the dataset's scoring protocol (it must be the one the folds were evaluated
+            with), or a relevance level for the default scoring on the folds' measures.
         out_run: where the combined run goes (TREC format, tag of the first fold's run).
         out_metrics: where the combined metrics go (JSON, see Returns).
 
     Returns:
         ``{"overall": {name: value}, "fold_mean": {...}, "fold_std": {...}, "std_ddof": 1 or 0,
         "folds": [{"fold", "n_queries", "n_excluded", "metrics"}], "n_folds", "n_queries",
-        "n_excluded", "excluded", "relevance_threshold", "measures", "per_query"}``. The
-        overall metrics are over all test queries of all folds, including those a fold's run
-        has no candidates for (they count 0).
+        "n_excluded", "excluded", "dropped", "ties", "relevance_threshold", "measures",
+        "scoring", "tie_seed", "per_query"}``. The overall metrics are over all counted test
+        queries of all folds, including those a fold's run has no candidates for (they count 0
+        unless the scoring says ``missing: skip``).
 
     Raises:
-        ValueError: if the lists differ in length, are empty, or two folds share a query.
+        ValueError: if the lists differ in length, are empty, two folds share a query, or a
+            fold was evaluated under another scoring protocol.
         FormatError: if a metrics file is not what :func:`evaluate_run` writes.
 
     Example:
@@ -98,22 +106,34 @@ def aggregate_folds(
                     f"({run_path}): the folds' test sets must be disjoint"
                 )
             owner[qid] = fold
-        threshold = metrics.get("relevance_threshold", relevance_threshold)
-        if threshold != relevance_threshold:
-            raise ValueError(
-                f"{metrics_path}: evaluated with relevance threshold {threshold}, aggregating with {relevance_threshold}"
-            )
+        if isinstance(scoring, Scoring):
+            used = metrics.get("scoring")
+            if used is not None and used != scoring.as_dict():
+                raise ValueError(
+                    f"{metrics_path}: evaluated under scoring {used.get('name')!r}, aggregating under "
+                    f"{scoring.name!r} with other settings: evaluate the folds again"
+                )
+        else:
+            threshold = metrics.get("relevance_threshold", scoring)
+            if threshold != scoring:
+                raise ValueError(
+                    f"{metrics_path}: evaluated with relevance threshold {threshold}, aggregating with {scoring}"
+                )
         measures = measures or metrics.get("measures") or list(metrics["aggregate"])
         combined.update(run)
         test_qids |= queries
-        folds.append({
-            "fold": fold,
-            "n_queries": metrics["n_queries"],
-            "n_excluded": metrics["n_excluded"],
-            "metrics": metrics["aggregate"],
-        })
+        folds.append(
+            {
+                "fold": fold,
+                "n_queries": metrics["n_queries"],
+                "n_excluded": metrics["n_excluded"],
+                "metrics": metrics["aggregate"],
+            }
+        )
 
-    result = evaluate_run(combined, qrels, qids=test_qids, relevance_threshold=relevance_threshold, measures=measures)
+    if not isinstance(scoring, Scoring):
+        scoring = default_scoring(int(scoring), measures or ())
+    result = evaluate_run(combined, qrels, qids=test_qids, scoring=scoring, tie_seed=tie_seed)
     fold_mean: dict[str, float | None] = {}
     fold_std: dict[str, float | None] = {}
     for name in result["measures"]:
@@ -130,8 +150,12 @@ def aggregate_folds(
         "n_queries": result["n_queries"],
         "n_excluded": result["n_excluded"],
         "excluded": result["excluded"],
-        "relevance_threshold": int(relevance_threshold),
+        "dropped": result["dropped"],
+        "ties": result["ties"],
+        "relevance_threshold": result["relevance_threshold"],
         "measures": result["measures"],
+        "scoring": result["scoring"],
+        "tie_seed": result["tie_seed"],
         "per_query": result["per_query"],
     }
     write_run(out_run, combined, tag=_run_tag(Path(fold_runs[0])) or "reranklab")

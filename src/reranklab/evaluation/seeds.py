@@ -34,7 +34,11 @@ def _mean(values: list[float]) -> float | None:
 def _read(path: Path) -> dict[str, Any]:
     metrics = read_json(path)
     if not isinstance(metrics, dict) or not all(key in metrics for key in ("overall", "per_query")):
-        raise FormatError(path, None, "not a cell metrics file of aggregate_folds: needs 'overall' and 'per_query'")
+        raise FormatError(
+            path,
+            None,
+            "not a cell metrics file of aggregate_folds: needs 'overall' and 'per_query'",
+        )
     return metrics
 
 
@@ -71,16 +75,36 @@ def aggregate_seeds(
     queries = set(loaded[0]["per_query"])
     for path, metrics in zip(paths[1:], loaded[1:], strict=True):
         if set(metrics["per_query"]) != queries:
-            raise FormatError(path, None, f"evaluated on other queries than {paths[0]} (the seeds must share the folds)")
-    names = [name for name in loaded[0]["overall"] if all(m["overall"].get(name) is not None for m in loaded)]
+            raise FormatError(
+                path,
+                None,
+                f"evaluated on other queries than {paths[0]} (the seeds must share the folds)",
+            )
+    names = [
+        name
+        for name in loaded[0]["overall"]
+        if all(m["overall"].get(name) is not None for m in loaded)
+    ]
 
     overall, seed_std, fold_mean, fold_std = {}, {}, {}, {}
     for name in names:
         values = [float(m["overall"][name]) for m in loaded]
         overall[name] = statistics.fmean(values)
         seed_std[name] = statistics.stdev(values) if len(values) >= 2 else None
-        fold_mean[name] = _mean([float(m["fold_mean"][name]) for m in loaded if (m.get("fold_mean") or {}).get(name) is not None])
-        fold_std[name] = _mean([float(m["fold_std"][name]) for m in loaded if (m.get("fold_std") or {}).get(name) is not None])
+        fold_mean[name] = _mean(
+            [
+                float(m["fold_mean"][name])
+                for m in loaded
+                if (m.get("fold_mean") or {}).get(name) is not None
+            ]
+        )
+        fold_std[name] = _mean(
+            [
+                float(m["fold_std"][name])
+                for m in loaded
+                if (m.get("fold_std") or {}).get(name) is not None
+            ]
+        )
     per_query: dict[str, dict[str, float]] = {}
     for qid in sorted(queries):
         per_query[qid] = {}
@@ -93,7 +117,10 @@ def aggregate_seeds(
         "n_seeds": len(seeds),
         "overall": overall,
         "seed_std": seed_std,
-        "per_seed": {str(seed): {name: m["overall"][name] for name in names} for seed, m in zip(seeds, loaded, strict=True)},
+        "per_seed": {
+            str(seed): {name: m["overall"][name] for name in names}
+            for seed, m in zip(seeds, loaded, strict=True)
+        },
         "per_query": per_query,
         "fold_mean": fold_mean,
         "fold_std": fold_std,

@@ -1,13 +1,18 @@
 """TREC qrels and run files.
 
 In memory both are ``dict[qid, dict[pid, value]]``, the shape pytrec_eval takes.
-Runs are always written and evaluated in the order (-score, pid): trec_eval would otherwise
-break score ties by document id in its own (reverse) way, and equal scores are common for
-pooled candidates and saturated models.
+
+Runs are written with full-precision scores (``repr`` of the float64: it reads back as the same
+number) and ranked by (-score, tie key), where the tie key is a seeded hash of (qid, pid)
+(:func:`tie_key`). A tie is never broken by a passage id or by file order: on WikiQA ids follow
+page order, which is itself a strong ranker, so a run full of ties would be silently helped by
+it (and trec_eval would break ties by reverse docno). The hash is the same on every machine
+and every Python (blake2b, not ``hash()``).
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 import os
 from collections.abc import Iterable
@@ -17,6 +22,9 @@ from reranklab.io.atomic import atomic_path
 
 Qrels = dict[str, dict[str, int]]
 Run = dict[str, dict[str, float]]
+
+TIE_SEED = 0
+"""The default seed of :func:`tie_key` (``reranklab score --tie-seed`` changes it)."""
 
 
 def read_qrels(path: str | os.PathLike[str]) -> Qrels:
@@ -28,12 +36,16 @@ def read_qrels(path: str | os.PathLike[str]) -> Qrels:
                 continue
             parts = line.split()
             if len(parts) != 4:
-                raise FormatError(path, lineno, f"expected 4 fields 'qid iter pid grade', got {len(parts)}")
+                raise FormatError(
+                    path, lineno, f"expected 4 fields 'qid iter pid grade', got {len(parts)}"
+                )
             qid, _, pid, grade = parts
             try:
                 qrels.setdefault(qid, {})[pid] = int(grade)
             except ValueError:
-                raise FormatError(path, lineno, f"relevance grade {grade!r} is not an integer") from None
+                raise FormatError(
+                    path, lineno, f"relevance grade {grade!r} is not an integer"
+                ) from None
     return qrels
 
 
@@ -44,9 +56,45 @@ def write_qrels(path: str | os.PathLike[str], qrels: Qrels) -> None:
                 out.write(f"{qid} 0 {pid} {int(qrels[qid][pid])}\n")
 
 
-def rank_order(scores: dict[str, float]) -> list[tuple[str, float]]:
-    """Passages of one query, best first; ties broken by pid so the order is reproducible."""
-    return sorted(scores.items(), key=lambda item: (-item[1], item[0]))
+def tie_key(qid: str, pid: str, seed: int = TIE_SEED) -> int:
+    """A 64-bit key that orders tied passages pseudo-randomly, the same on every machine.
+
+    Example:
+        >>> tie_key("q1", "d1") == tie_key("q1", "d1") != tie_key("q1", "d2")
+        True
+    """
+    digest = hashlib.blake2b(f"{seed}\x1f{qid}\x1f{pid}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big")
+
+
+def rank_order(
+    scores: dict[str, float], qid: str = "", seed: int = TIE_SEED
+) -> list[tuple[str, float]]:
+    """Passages of one query, best first; equal scores ordered by :func:`tie_key`, not by pid.
+
+    Args:
+        scores: ``{pid: score}`` of one query.
+        qid: the query (part of the tie key, so two queries' ties are ordered independently).
+        seed: the tie key's seed.
+
+    Example:
+        >>> [pid for pid, _ in rank_order({"a": 0.5, "b": 0.9, "c": 0.1}, "q1")]
+        ['b', 'a', 'c']
+    """
+    return sorted(scores.items(), key=lambda item: (-item[1], tie_key(qid, item[0], seed)))
+
+
+def count_ties(scores: dict[str, float]) -> int:
+    """How many passages of one query share their score with another passage.
+
+    Example:
+        >>> count_ties({"a": 1.0, "b": 1.0, "c": 0.5})
+        2
+    """
+    seen: dict[float, int] = {}
+    for score in scores.values():
+        seen[score] = seen.get(score, 0) + 1
+    return sum(n for n in seen.values() if n > 1)
 
 
 def read_run(path: str | os.PathLike[str]) -> Run:
@@ -58,7 +106,9 @@ def read_run(path: str | os.PathLike[str]) -> Run:
                 continue
             parts = line.split()
             if len(parts) != 6:
-                raise FormatError(path, lineno, f"expected 6 fields 'qid Q0 pid rank score tag', got {len(parts)}")
+                raise FormatError(
+                    path, lineno, f"expected 6 fields 'qid Q0 pid rank score tag', got {len(parts)}"
+                )
             qid, _, pid, _, score, _ = parts
             try:
                 value = float(score)
@@ -77,12 +127,15 @@ def write_run(
     depth: int | None = None,
     qids: Iterable[str] | None = None,
 ) -> None:
-    """Write ``run`` ranked by (-score, pid), optionally cut at ``depth`` or to ``qids``."""
+    """Write ``run`` ranked by (-score, tie key), optionally cut at ``depth`` or to ``qids``.
+
+    Scores are written as ``repr(float)``, the shortest text that reads back as the same float64.
+    """
     keep = sorted(run) if qids is None else sorted(set(qids) & set(run))
     with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8") as out:
         for qid in keep:
-            ranking = rank_order(run[qid])
+            ranking = rank_order(run[qid], qid)
             if depth is not None:
                 ranking = ranking[:depth]
             for rank, (pid, score) in enumerate(ranking, start=1):
-                out.write(f"{qid} Q0 {pid} {rank} {score:.8g} {tag}\n")
+                out.write(f"{qid} Q0 {pid} {rank} {float(score)!r} {tag}\n")

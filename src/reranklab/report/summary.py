@@ -33,6 +33,7 @@ from scipy.stats import ttest_rel
 
 from reranklab.errors import FormatError
 from reranklab.evaluation.measures import NAMES
+from reranklab.evaluation.protocol import DROP_REASONS
 from reranklab.io import atomic_write_text, read_json, write_json
 
 FIRST_STAGE_VARIANTS = ("bm25", "pool")
@@ -101,8 +102,22 @@ def _load_row(cell: dict[str, Any], measures: Sequence[str]) -> tuple[dict[str, 
     for name in measures:
         row[f"{name}_seed_std"] = (metrics.get("seed_std") or {}).get(name)
     row["relevance_threshold"] = metrics.get("relevance_threshold")
+    row["scoring"] = (metrics.get("scoring") or {}).get("name")
+    row["scoring_description"] = (metrics.get("scoring") or {}).get("description")
+    row["dropped"] = metrics.get("dropped") or {}
+    row["ties"] = metrics.get("ties") or {}
     row["metrics_path"] = str(cell["metrics_path"])
     return row, metrics.get("per_query", {})
+
+
+def _measures(cells: list[dict[str, Any]]) -> list[str]:
+    """The measures of the cells' metrics files: the usual five first, then any others in order."""
+    found: list[str] = []
+    for cell in cells:
+        metrics = read_json(cell["metrics_path"])
+        names = metrics.get("measures") or list(metrics.get("overall") or {}) if isinstance(metrics, dict) else []
+        found += [name for name in names if name not in found]
+    return [n for n in NAMES if n in found] + [n for n in found if n not in NAMES]
 
 
 def _order(rows: list[dict[str, Any]]) -> list[int]:
@@ -184,12 +199,24 @@ def _notes(rows: list[dict[str, Any]]) -> list[str]:
         if row["dataset"] in seen:
             continue
         seen.add(row["dataset"])
+        total = (row["n_queries"] or 0) + (row["n_excluded"] or 0)
+        if row.get("scoring"):
+            reasons = ", ".join(f"{n} {DROP_REASONS.get(r, r)}" for r, n in row["dropped"].items()) or "none"
+            notes.append(
+                f"Scoring, {row['dataset']}: `{row['scoring']}` ({row['scoring_description']}); "
+                f"{row['n_queries']} of {total} test queries counted; dropped: {reasons}."
+            )
+            continue
         threshold = row["relevance_threshold"]
         grade = f"grade ≥ {threshold}" if threshold is not None else "a relevant grade"
-        total = (row["n_queries"] or 0) + (row["n_excluded"] or 0)
         notes.append(
             f"Excluded queries, {row['dataset']}: {row['n_excluded']} of {total} test queries have no "
             f"passage of {grade} and are left out of every average (as in the papers)."
+        )
+    tied = [f"{r['key']} ({r['ties']['passages']} passages in {r['ties']['queries']} queries)" for r in rows if (r.get("ties") or {}).get("passages")]
+    if tied:
+        notes.append(
+            "Score ties, broken by a seeded hash of (query, passage), never by id or file order: " + "; ".join(tied) + "."
         )
     return notes
 
@@ -240,7 +267,7 @@ def summarize(
     """
     if not cells:
         raise ValueError("no cells to summarise")
-    measures = list(NAMES)
+    measures = _measures(cells)
     loaded = [_load_row(cell, measures) for cell in cells]
     keys = [row["key"] for row, _ in loaded]
     duplicates = sorted({k for k in keys if keys.count(k) > 1})

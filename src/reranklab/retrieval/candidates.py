@@ -10,7 +10,7 @@ def pool_candidates(pool: Run, qids: list[str] | None = None, depth: int | None 
     keep = pool if qids is None else {q: pool[q] for q in qids if q in pool}
     if depth is None:
         return {q: dict(c) for q, c in keep.items()}
-    return {q: dict(rank_order(c)[:depth]) for q, c in keep.items()}
+    return {q: dict(rank_order(c, q)[:depth]) for q, c in keep.items()}
 
 
 def inject_relevant(
@@ -32,7 +32,7 @@ def inject_relevant(
     injected = 0
     out: Run = {}
     for qid in run if qids is None else qids:
-        ranking = rank_order(run.get(qid, {}))[:depth]
+        ranking = rank_order(run.get(qid, {}), qid)[:depth]
         relevant = {pid: g for pid, g in qrels.get(qid, {}).items() if g >= threshold}
         if not relevant or any(pid in relevant for pid, _ in ranking):
             out[qid] = dict(ranking)
