@@ -72,6 +72,9 @@ def test_format_listing_block(places: tuple[Path, Path]) -> None:
     assert text.splitlines()[4:] == [
         "  protocol:  first stage bm25 top-100; split predefined; negatives/positive 1; relevant grade >= 3; "
         "metrics MAP, MRR, P@1, nDCG@10; options dev_queries=200, dev_seed=42",
+        "  scoring:   official (default): every judged query (test 200); labels 3 and 4 relevant for the binary "
+        "measures, nDCG on the grades; queries judged, relevant grade >= 3; P@1, MAP, MRR, MRR@10, nDCG@10; "
+        "source: trec_eval -l 3, as Hashemi et al. (ECIR 2020) and ir_datasets' antique/test",
         "  counts:    passages 403,666; split train 2,226 / dev 200 / test 200; judgements 34,011 "
         "(papers / official files, not yet prepared)",
         "  raw files: 3 of 5 present (raw/ 1, mirror 2); missing: antique-collection.txt, antique-test-queries.txt; "
