@@ -95,8 +95,10 @@ def test_forward_shapes_and_scores(toy_bert, tokenizer, variant, outputs):
         scores = model.score(features)
     assert logits.shape == (3, outputs)
     assert scores.shape == (3,)
-    expected = logits.double().softmax(-1)[:, 1] if outputs == 2 else logits[:, 0]
-    assert torch.equal(scores, expected)
+    # The raw float64 score: the margin l1 - l0 of a 2-way head (P(relevant) = its sigmoid).
+    double = logits.double()
+    expected = double[:, 1] - double[:, 0] if outputs == 2 else double[:, 0]
+    assert scores.dtype == torch.float64 and torch.equal(scores, expected)
 
 
 @pytest.mark.parametrize("variant", ["pointwise", "bertlets"])

@@ -4,8 +4,8 @@ The (query, passage) pair is encoded jointly (``[CLS] q [SEP] p [SEP]``); the ou
 are split back into the query's word pieces and the passage's sentences (the mean of each
 sentence's word pieces, boundaries from the passage text, see :mod:`reranklab.models.segments`)
 and go, with [CLS], to :class:`~reranklab.models.heads.dmn.DynamicMemoryHead`. The model's
-output is ``a = σ(logit)`` (what the pair-wise max-margin loss compares); the ranking score is
-the logit itself (same order, no saturation ties).
+output is ``a = σ(logit)`` (what the pair-wise max-margin loss compares); the ranking score, what
+a run holds, is the float64 logit itself (same order, no saturation ties).
 
 A saved model is a directory::
 
@@ -127,15 +127,19 @@ class BertDMN(nn.Module):
     ) -> torch.Tensor:
         """``W[c; Q; m] + b`` ``[B]`` of padded, segmented pairs."""
         outputs = self.encoder(**encoder_inputs(self.encoder, input_ids, attention_mask, token_type_ids))
-        features = segment_features(outputs.last_hidden_state, segments)
-        return self.head(**features)
+        features = segment_features(outputs.last_hidden_state, segments)  # float32
+        # The head in fp32 even under bf16/fp16 autocast (as the cross-encoder's): a
+        # half-precision logit keeps ~3 significant digits and would turn close scores into ties.
+        with torch.autocast(device_type=features["cls"].device.type, enabled=False):
+            return self.head(**features)
 
     def forward(self, **features: torch.Tensor) -> torch.Tensor:
         """``a = σ(W[c; Q; m] + b)`` ``[B]``, the value the max-margin loss compares."""
         return torch.sigmoid(self.logits(**features))
 
     def score(self, features: Mapping[str, torch.Tensor]) -> torch.Tensor:
-        """Ranking scores ``[B]``: the logits (order of ``a``, without its saturation ties)."""
+        """Ranking scores ``[B]`` (float64): the logits, in the order of ``a`` but without its
+        saturation (``σ(z) == 1.0`` for every ``z`` above ~37, in float64)."""
         return self.logits(**features).double()
 
     def save(self, directory: str | Path) -> Path:

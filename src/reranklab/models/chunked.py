@@ -8,7 +8,8 @@ word pieces, and the chunks' [CLS] vectors ``h_1 … h_C`` are combined into one
   ``c = Σ α_i h_i`` with ``W`` of size ``attention_size`` × hidden;
 * ``max``: ``c = max_i h_i`` per dimension.
 
-The score is ``s = v · c`` (a scalar head), trained with the BERTlets loss on triplets.
+The score is ``s = v · c`` (a scalar head, computed in fp32; the run holds ``s`` itself as
+float64), trained with the BERTlets loss on triplets.
 Passages with fewer words than chunks leave trailing chunks empty; those are masked out of the
 pooling (and not encoded). A saved model is the cross-encoder's directory plus
 ``pooling.safetensors``; ``reranker.json`` records the pooling and ``inputs`` the chunking.
@@ -144,10 +145,14 @@ class ChunkedReranker(CrossEncoderReranker):
         # Only the non-empty chunks go through the encoder.
         flat_types = None if token_type_ids is None else token_type_ids.reshape(-1, width)[valid]
         encoded = self.encode(input_ids.reshape(-1, width)[valid], attention_mask.reshape(-1, width)[valid], flat_types)
-        vectors = encoded.new_zeros(batch * chunks, encoded.shape[-1])
-        vectors[valid] = encoded
-        pooled = self.pooling(vectors.view(batch, chunks, -1), chunk_mask.bool())
-        return self.head(self.dropout(pooled))
+        # Pooling and head in fp32 even under bf16/fp16 autocast, as the base class's head: a
+        # half-precision logit keeps ~3 significant digits and would turn close scores into ties.
+        with torch.autocast(device_type=encoded.device.type, enabled=False):
+            encoded = encoded.to(self.head.weight.dtype)
+            vectors = encoded.new_zeros(batch * chunks, encoded.shape[-1])
+            vectors[valid] = encoded
+            pooled = self.pooling(vectors.view(batch, chunks, -1), chunk_mask.bool())
+            return self.head(self.dropout(pooled))
 
     def save(self, directory: str | Path) -> Path:
         out = super().save(directory)

@@ -4,8 +4,8 @@
 ``K_k(M_i) = Σ_j exp(−(M_ij − μ_k)² / 2σ_k²)`` — the exact-match kernel ``μ = 1, σ = 10⁻³`` and
 ten soft-match kernels ``μ ∈ {0.9, 0.7, …, −0.9}, σ = 0.1`` — give the features
 ``φ_k = Σ_i log K_k(M_i)`` (× 0.01, as the authors' code), and ``f = tanh(wᵀφ + b)``; trained
-with the hinge ``max(0, 1 − f+ + f−)``. The ranking score is ``wᵀφ + b`` (same order as ``f``,
-without tanh's saturation ties).
+with the hinge ``max(0, 1 − f+ + f−)``. The ranking score, what a run holds, is the float64
+``wᵀφ + b`` (same order as ``f``, without tanh's saturation ties).
 """
 
 from __future__ import annotations
@@ -71,11 +71,17 @@ class KNRM(StaticWordRanker):
         return kernel_pooling(matrix, query_mask.bool(), passage_mask.bool(), self.mus, self.sigmas)
 
     def logits(self, **inputs: torch.Tensor) -> torch.Tensor:
-        return self.dense(self.features(**inputs)).squeeze(-1)
+        """``wᵀφ + b`` ``[B]``, in fp32 even under bf16/fp16 autocast."""
+        # Half-precision cosines would miss the exact-match kernel (σ = 1e-3, but cos(x, x) in
+        # bf16 is only within ~4e-3 of 1), and a half-precision logit would tie close scores.
+        with torch.autocast(device_type=self.device.type, enabled=False):
+            return self.dense(self.features(**inputs)).squeeze(-1)
 
     def forward(self, **inputs: torch.Tensor) -> torch.Tensor:
         """``f = tanh(wᵀφ + b)`` ``[B]``."""
         return torch.tanh(self.logits(**inputs))
 
     def score(self, features: Mapping[str, torch.Tensor]) -> torch.Tensor:
+        """Ranking scores ``[B]`` (float64): ``wᵀφ + b``, the order of ``f`` without tanh's
+        saturation (``tanh(x) == 1.0`` in float32 for ``x`` above ~9)."""
         return self.logits(**features).double()

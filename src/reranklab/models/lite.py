@@ -9,7 +9,7 @@ encoder and encodes them.
 Heads (``head_kind``): ``dmn`` — :class:`~reranklab.models.heads.dmn.DynamicMemoryHead` on
 [CLS], query and sentence vectors (``dmn_lite``); ``linear`` —
 :class:`~reranklab.models.heads.linear.ClsLinearHead` on [CLS] (``bert_lite``). The output is
-``a = σ(logit)``; the ranking score is the logit.
+``a = σ(logit)``; the ranking score, what a run holds, is the float64 logit.
 
 A saved model is a directory with ``head.safetensors`` and ``reranker.json`` (no encoder
 weights: the encoder is the unchanged pre-trained one).
@@ -95,14 +95,20 @@ class LiteReranker(nn.Module):
         return next(self.head.parameters()).device
 
     def logits(self, **features: torch.Tensor) -> torch.Tensor:
-        return self.head(**features)
+        """``logit`` ``[B]`` (float32) from cached features."""
+        # The head in fp32 even under bf16/fp16 autocast (as the cross-encoder's): a
+        # half-precision logit keeps ~3 significant digits and would turn close scores into ties.
+        with torch.autocast(device_type=self.device.type, enabled=False):
+            inputs = {k: v.float() if v.is_floating_point() else v for k, v in features.items()}
+            return self.head(**inputs)
 
     def forward(self, **features: torch.Tensor) -> torch.Tensor:
         """``a = σ(logit)`` ``[B]`` from cached features (``cls`` and, for ``dmn``, query/sentences)."""
         return torch.sigmoid(self.logits(**features))
 
     def score(self, features: Mapping[str, torch.Tensor]) -> torch.Tensor:
-        """Ranking scores ``[B]``: the logits."""
+        """Ranking scores ``[B]`` (float64): the logits, in the order of ``a`` but without its
+        saturation (``σ(z) == 1.0`` for every ``z`` above ~37, in float64)."""
         return self.logits(**features).double()
 
     def frozen_encoder(self) -> tuple[Any, Any]:

@@ -5,7 +5,7 @@ max (or mean) pooling of its states; each answer state is weighted by an attenti
 question, ``m(t) = tanh(W_am h_a(t) + W_qm o_q)``, ``s(t) = softmax_t(w_msᵀ m(t))``,
 ``h̃_a(t) = s(t) h_a(t)``, and pooled the same way into ``o_a``. The output is
 ``cos(o_q, o_a)``, trained with the hinge ``max(0, m − cos+ + cos−)``; dropout 0.5 on the LSTM
-states.
+states. The ranking score, what a run holds, is that cosine (computed in fp32, as float64).
 """
 
 from __future__ import annotations
@@ -94,4 +94,6 @@ class QALSTM(StaticWordRanker):
             weights = torch.softmax(logits, dim=1).nan_to_num(0.0)
             answer = answer * weights.unsqueeze(-1)
         answer = masked_pool(answer, passage_mask, self.pooling)
-        return F.cosine_similarity(question, answer, dim=-1, eps=1e-8)
+        # The cosine in fp32 even under bf16/fp16 autocast: it is the ranking score.
+        with torch.autocast(device_type=question.device.type, enabled=False):
+            return F.cosine_similarity(question.float(), answer.float(), dim=-1, eps=1e-8)

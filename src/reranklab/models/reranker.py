@@ -3,6 +3,8 @@
 ``BERT(q, p)`` is the encoder's pooled [CLS] representation (``pooler_output`` when the
 encoder has a pooler, as in ``BertForSequenceClassification``; else the last hidden state at
 position 0), followed by dropout and a linear layer with as many outputs as the variant needs.
+The ranking score (what a run holds) is raw and float64: the margin ``l1 - l0`` of a two-way
+head, the logit of a scalar one; never a probability, which saturates to ties at 1.0.
 A saved model is a directory::
 
     config.json, model.safetensors, tokenizer files   # the fine-tuned encoder (save_pretrained)
@@ -24,24 +26,41 @@ from reranklab.models.saved import load_encoder_model, save_encoder_model
 
 
 def _p_relevant(logits: torch.Tensor) -> torch.Tensor:
-    # float64: P(relevant) of confident pairs saturates to exactly 1.0 in float32 (logit gap > ~17),
-    # which would turn distinct scores into ties.
+    # float64: P(relevant) of confident pairs saturates to exactly 1.0 in float32 (logit gap > ~17).
     return logits.double().softmax(dim=-1)[:, 1]
 
 
-def _logit(logits: torch.Tensor) -> torch.Tensor:
-    return logits[:, 0]
-
-
 def _sigmoid(logits: torch.Tensor) -> torch.Tensor:
-    # float64 for the same reason as _p_relevant.
     return logits[:, 0].double().sigmoid()
 
 
+def _logit(logits: torch.Tensor) -> torch.Tensor:
+    return logits[:, 0].double()
+
+
+def _margin(logits: torch.Tensor) -> torch.Tensor:
+    # Cast before subtracting: the difference of two float32 logits rounds in float32.
+    logits = logits.double()
+    return logits[:, 1] - logits[:, 0]
+
+
+# The head kinds (the ``score`` of ``reranker.json``) and what their papers read from the logits:
+# a probability for ``p_relevant`` and ``sigmoid``. Not what a run holds: probabilities
+# saturate (sigmoid(x) == 1.0 in float64 for x > ~37), turning a confident model's top
+# candidates into ties. For probabilities (reports, tests), not for ranking.
 SCORE_FUNCTIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "p_relevant": _p_relevant,  # 2 outputs: softmax probability of the "relevant" class
     "logit": _logit,  # 1 output: the scalar itself
     "sigmoid": _sigmoid,  # 1 output: its sigmoid, a probability (BERTSel)
+}
+
+# What a run holds for each head kind: the raw float64 value whose order is the order of
+# SCORE_FUNCTIONS' (strictly monotone in it), without its saturation. The names stay those of
+# SCORE_FUNCTIONS, so every saved model loads unchanged and now ranks by its raw score.
+RANKING_SCORES: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
+    "p_relevant": _margin,  # l1 - l0: softmax(l)[1] = sigmoid(l1 - l0)
+    "logit": _logit,
+    "sigmoid": _logit,  # the logit z: sigmoid(z) is increasing
 }
 
 
@@ -53,7 +72,9 @@ class CrossEncoderReranker(nn.Module):
         tokenizer: its tokenizer (kept with the model so a saved directory is self-contained).
         variant: the registered variant name (written to ``reranker.json``).
         num_outputs: size of the head (2 for point-wise classification, 1 for a scalar score).
-        score: how logits become a ranking score, a key of :data:`SCORE_FUNCTIONS`.
+        score: the head kind, a key of :data:`SCORE_FUNCTIONS` (``p_relevant``: two-way
+            softmax; ``logit``: a scalar; ``sigmoid``: a scalar read as a probability). The
+            ranking score is the raw value of :data:`RANKING_SCORES` (margin or logit).
         max_length: input length (query + passage word pieces) the model is trained and used at.
         dropout: dropout before the head; ``None`` uses the encoder's ``classifier_dropout``
             or ``hidden_dropout_prob`` (as ``BertForSequenceClassification`` does).
@@ -148,10 +169,18 @@ class CrossEncoderReranker(nn.Module):
         return pooled
 
     def scores_from_logits(self, logits: torch.Tensor) -> torch.Tensor:
-        return SCORE_FUNCTIONS[self.score_function](logits)
+        """Ranking scores ``[B]`` (float64) of logits ``[B, num_outputs]``: the margin
+        ``l1 - l0`` of a two-way head, the logit of a scalar head (see :data:`RANKING_SCORES`).
+
+        Example:
+            >>> model.scores_from_logits(torch.tensor([[-20.0, 30.0]])).tolist()  # doctest: +SKIP
+            [50.0]
+        """
+        return RANKING_SCORES[self.score_function](logits)
 
     def score(self, features: Mapping[str, torch.Tensor]) -> torch.Tensor:
-        """Ranking scores ``[B]`` (higher = more relevant) of a padded batch of pairs."""
+        """Ranking scores ``[B]`` (float64, higher = more relevant) of a padded batch of pairs:
+        raw margins or logits, never probabilities (those tie when they saturate at 1.0)."""
         return self.scores_from_logits(self(**features))
 
     def save(self, directory: str | Path) -> Path:

@@ -141,7 +141,8 @@ class StaticWordRanker(nn.Module):
         return np.fromiter((get(t, 1) for t in self.tokenize(text)[: self.max_length]), dtype=np.int64)
 
     def score(self, features: Mapping[str, torch.Tensor]) -> torch.Tensor:
-        """Ranking scores ``[B]``; by default the model's output."""
+        """Ranking scores ``[B]`` (float64); by default the model's output. A subclass whose
+        output saturates (K-NRM's tanh) ranks by the value before the saturating function."""
         return self(**features).double()
 
     def save(self, directory: str | Path) -> Path:

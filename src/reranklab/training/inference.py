@@ -3,7 +3,10 @@
 Every (query, candidate) pair is featurized once by the model's variant (``featurize`` hook;
 by default tokenised), scored in batches sorted by length (dynamic padding, so short pairs are
 not padded to ``max_length``) under ``torch.inference_mode``, and the scores are put back in
-the candidates' order. Ties are left to the run writer (:func:`reranklab.io.rank_order`).
+the candidates' order. A score is the model's raw, ranking-equivalent value in float64 (the
+margin ``l1 - l0`` of a two-way head, the logit of a sigmoid head, the raw output of the
+others: ``model.score``), never a probability, which saturates at 1.0 and ties a confident
+model's top candidates. Ties are left to the run writer (:func:`reranklab.io.rank_order`).
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ log = logging.getLogger(__name__)
 def score_features(
     model: Any, features: PairFeatures, batch_size: int, *, progress: bool = True, desc: str = "re-rank", precision: Precision | None = None
 ) -> np.ndarray:
-    """Scores of every pair of ``features`` (``float64``, in row order), longest batches first.
+    """Raw scores of every pair of ``features`` (``float64``, in row order), longest batches first.
 
     Args:
         model: a re-ranker (its ``device`` is used; ``model.score(inputs)`` gives the scores).
@@ -143,8 +146,9 @@ def rerank(
             that read one (``VariantSpec.needs_cache``).
 
     Returns:
-        The re-ranked run ``{qid: {pid: score}}``, higher = more relevant; queries without
-        candidates are absent.
+        The re-ranked run ``{qid: {pid: score}}``, higher = more relevant; each score is the
+        model's raw float64 value (margin or logit, not a probability: see the module's
+        docstring); queries without candidates are absent.
 
     Example:
         >>> run = rerank(Path("work/models/fold0"), bm25_run, folds[0].test, queries, corpus,

@@ -39,7 +39,8 @@ def build_cross_encoder(
         max_length: the cell's max length.
         variant: the registered name written to ``reranker.json``.
         num_outputs: head size (2 = two-class, 1 = scalar).
-        score: the ranking score of the logits (a key of ``SCORE_FUNCTIONS``).
+        score: how the logits become a probability (a key of ``SCORE_FUNCTIONS``); runs hold
+            the matching raw value of ``RANKING_SCORES`` (margin or logit, float64).
         inputs: further featurizer settings to keep on the model.
 
     Example:

@@ -20,7 +20,7 @@ NAME = "bertsel"
 
 
 def build(encoder: str, training: Mapping[str, Any], max_length: int) -> Any:
-    """A fresh BERTSel on ``encoder`` (scalar logit head, score = its sigmoid)."""
+    """A fresh BERTSel on ``encoder`` (scalar logit head; y = its sigmoid, the run holds the logit)."""
     return build_cross_encoder(encoder, training, max_length, variant=NAME, num_outputs=1, score="sigmoid")
 
 

@@ -1,8 +1,9 @@
 """BERT[PW]: point-wise relevance classification of (query, passage) pairs.
 
 The [CLS] representation goes through a 2-way linear head trained with cross-entropy on
-(qid, pid, label) examples; the ranking score is ``P(relevant) = softmax(logits)[:, 1]``
-(Nogueira & Cho 2019, as used by Mass et al. for non-factoid passage re-ranking).
+(qid, pid, label) examples; candidates are ranked by ``P(relevant) = softmax(logits)[:, 1]``
+(Nogueira & Cho 2019, as used by Mass et al. for non-factoid passage re-ranking), and the run
+holds the margin ``l1 - l0`` (the same order: P = sigmoid(l1 - l0), but no saturation at 1.0).
 
 Defaults: none beyond the schema's, which are already the usual BERT fine-tuning settings
 (AdamW, learning rate 2e-5, batch 16, 10% linear warm-up, weight decay 0.01, clipping at 1.0,
