@@ -13,6 +13,7 @@ from reranklab.io import (
     Fold,
     Folds,
     atomic_path,
+    atomic_write_text,
     read_corpus,
     read_folds,
     read_qrels,
@@ -165,3 +166,20 @@ def test_atomic_directory_replaces_the_whole_directory_or_nothing(tmp_path):
     umask = os.umask(0)
     os.umask(umask)
     assert target.stat().st_mode & 0o777 == 0o777 & ~umask  # not mkdtemp's private 0700
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o002, 0o077])
+def test_atomic_writes_honour_the_umask(tmp_path, umask):
+    # mkstemp makes 0600 files; a result written atomically must get 0666 & ~umask like open().
+    old = os.umask(umask)
+    try:
+        atomic_write_text(tmp_path / "a.txt", "x")
+        write_run(tmp_path / "r.run", {"q": {"p": 1.0}})
+        with open(tmp_path / "plain.txt", "w") as handle:
+            handle.write("x")
+    finally:
+        os.umask(old)
+    expected = (tmp_path / "plain.txt").stat().st_mode & 0o777
+    assert expected == 0o666 & ~umask
+    assert (tmp_path / "a.txt").stat().st_mode & 0o777 == expected
+    assert (tmp_path / "r.run").stat().st_mode & 0o777 == expected

@@ -10,12 +10,29 @@ from collections.abc import Iterator
 from pathlib import Path
 
 
+def current_umask() -> int:
+    """The process's umask, read without changing it where the kernel reports it.
+
+    ``os.umask`` can only be read by setting it, which races with other threads creating
+    files; Linux reports it in ``/proc/self/status`` (since 4.7).
+    """
+    with contextlib.suppress(OSError, ValueError):
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    umask = os.umask(0o022)
+    os.umask(umask)
+    return umask
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     """Yield a temporary path beside ``path``; rename it onto ``path`` only on success.
 
     The temporary file lives in the same directory so the final ``os.replace`` is atomic
     on POSIX file systems. On error the temporary file is removed and ``path`` is untouched.
+    The result gets the mode a plain ``open`` would give (0666 less the umask), not the
+    private 0600 of ``mkstemp``, so results stay readable by the group and DVC/ML users.
 
     Example:
         >>> with atomic_path("results/x.parquet") as tmp:  # doctest: +SKIP
@@ -28,6 +45,7 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     tmp = Path(tmp_name)
     try:
         yield tmp
+        os.chmod(tmp, 0o666 & ~current_umask())
         os.replace(tmp, final)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
@@ -55,9 +73,7 @@ def temporary_directory(beside: Path) -> Path:
     """
     beside.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{beside.name}.", suffix=".tmp", dir=beside.parent))
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(tmp, 0o777 & ~umask)
+    os.chmod(tmp, 0o777 & ~current_umask())
     return tmp
 
 
