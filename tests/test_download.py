@@ -546,3 +546,72 @@ def test_extract_members_resolves_links_to_members_before_and_after_them(tmp_pat
     }
     with pytest.raises(DownloadError, match=r"no member 'd/none' \(it holds d/also-late, d/early.txt"):
         extract_members(archive, {"d/none": tmp_path / "none"})
+
+
+# -- only the files asked for; messages that say what is really left -----------------------------
+
+
+@pytest.mark.parametrize("kind", ["zip", "tar.gz"])
+def test_only_the_files_asked_for_are_fetched(tmp_path: Path, http_server: Any, kind: str) -> None:
+    archive = make_archive(kind, {"Corpus/a.txt": PAYLOAD, "Corpus/b.txt": b"bee\n"})
+    http_server.files[f"/Corpus.{kind}"] = archive
+    url = f"{http_server.base}/Corpus.{kind}"
+    a = spec("a.txt", PAYLOAD, url, member="Corpus/a.txt")
+    dataset = FakeDataset(a, spec("b.txt", b"bee\n", url, member="Corpus/b.txt"))
+
+    manifest = fetch_dataset(dataset, tmp_path, files=[a], **FAST)
+
+    # The tar's other member is not extracted alongside: nothing but the wanted file is left.
+    assert leftovers(tmp_path) == ["a.txt", "manifest.json"]
+    assert [f["name"] for f in manifest["files"]] == ["a.txt"]
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_unreachable_server_says_no_partial_file_is_kept(tmp_path: Path, http_server: Any) -> None:
+    url = f"http://127.0.0.1:{_closed_port()}/blob.bin"
+    with pytest.raises(DownloadError, match="failed after 2 attempts: .*; no partial file is left to resume from$") as info:
+        fetch_dataset(FakeDataset(spec("blob.bin", PAYLOAD, url)), tmp_path, retries=2, **FAST)
+    assert "kept" not in str(info.value)
+    assert leftovers(tmp_path) == [".download"]
+    assert leftovers(tmp_path / ".download") == []  # no .part (not even an empty one)
+
+
+def test_partial_file_discarded_by_the_last_attempt_is_not_reported_kept(tmp_path: Path, http_server: Any) -> None:
+    # The .part is longer than the server's file but shorter than the size we expect: the
+    # server answers 416, the stale .part is discarded, and the message must not call it kept.
+    http_server.files["/blob.bin"] = PAYLOAD
+    (tmp_path / ".download").mkdir()
+    (tmp_path / ".download" / "blob.bin.part").write_bytes(PAYLOAD + b"x" * 50)
+    wrong_size = RawFile("blob.bin", http_server.base + "/blob.bin", size=len(PAYLOAD) + 100)
+    with pytest.raises(DownloadError, match="stale partial file discarded>; no partial file is left to resume from$"):
+        fetch_dataset(FakeDataset(wrong_size), tmp_path, retries=1, **FAST)
+    assert leftovers(tmp_path / ".download") == []
+
+
+def test_kept_partial_file_is_named_with_its_size(tmp_path: Path, http_server: Any) -> None:
+    http_server.files["/blob.bin"] = PAYLOAD
+    http_server.cut_after = [1000, 1000]
+    part = tmp_path / ".download" / "blob.bin.part"
+    with pytest.raises(DownloadError, match=f"the 2000 bytes received are kept in {part} and the next run resumes from them$"):
+        fetch_dataset(FakeDataset(spec("blob.bin", PAYLOAD, http_server.base + "/blob.bin")), tmp_path, retries=2, **FAST)
+    assert part.stat().st_size == 2000
+
+
+def test_download_after_a_mirror_miss_says_what_the_mirror_lacks(tmp_path: Path, http_server: Any) -> None:
+    (tmp_path / "mirror" / "fake").mkdir(parents=True)
+    url = http_server.base + "/jacana.tar.bz2"
+    member = RawFile("train2393.cleanup.xml.gz", url, member="jacana/train2393.cleanup.xml.gz")
+    with pytest.raises(DownloadError) as info:
+        fetch_dataset(FakeDataset(member), tmp_path / "raw", str(tmp_path / "mirror"), **FAST)
+    assert str(info.value) == (
+        f"train2393.cleanup.xml.gz: the mirror {tmp_path / 'mirror' / 'fake'} has neither train2393.cleanup.xml.gz "
+        f"nor its archive jacana.tar.bz2, and downloading it failed: archive jacana.tar.bz2: HTTP 404 Not Found ({url})"
+    )
+    assert leftovers(tmp_path / "raw" / ".download") == []

@@ -18,7 +18,7 @@ from tqdm import tqdm
 from reranklab.data._text_files import open_binary, split_id_text
 from reranklab.data.base import Dataset, Prepared
 from reranklab.errors import FormatError
-from reranklab.io import atomic_path, write_json, write_qrels, write_queries, write_run
+from reranklab.io import Qrels, atomic_path, write_json, write_qrels, write_queries, write_run
 from reranklab.io.corpus import SCHEMA as CORPUS_SCHEMA
 
 log = logging.getLogger(__name__)
@@ -183,6 +183,12 @@ class StreamingCorpusDataset(Dataset):
 
     def corpus_records(self, path: Path, progress: Callable[[int], None] | None = None) -> Iterator[CorpusRecord]:
         return tsv_corpus_records(path, progress)
+
+    def split_judgements(self, raw_dir: str | Path, split: str, options: dict[str, Any] | None = None) -> tuple[list[str], Qrels]:
+        """As :meth:`Dataset.split_judgements`, from :meth:`parse_topics`: the collection is not read."""
+        self.check_splits([split])
+        prepared = self.parse_topics(Path(raw_dir), {**self.protocol.options, **(options or {})})
+        return self._split_of(prepared.split, prepared.qrels, split, list(prepared.queries))
 
     def parse(self, raw_dir: Path, options: dict[str, Any]) -> Prepared:
         """The canonical form in memory (corpus included): only for small collections.

@@ -25,6 +25,7 @@ U0 2,626, E0 773. They match the paper.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,7 @@ from reranklab.data.base import Dataset, Prepared, Protocol, RawFile
 from reranklab.data.registry import register_dataset
 from reranklab.errors import ConfigError, FormatError
 from reranklab.evaluation.protocol import Scoring
+from reranklab.io import Qrels
 
 BASE_URL = "https://ciir.cs.umass.edu/downloads/Antique/"
 COLLECTION = "antique-collection.txt"
@@ -117,10 +119,7 @@ class Antique(Dataset):
             >>> Antique().parse(Path("raw/antique"), {}).stats()["split"]  # doctest: +SKIP
             {'train': 2226, 'dev': 200, 'test': 200}
         """
-        check_options(self.name, options, ("dev_queries", "dev_seed"))
-        n_dev = options.get("dev_queries", 200)
-        if isinstance(n_dev, bool) or not isinstance(n_dev, int) or n_dev < 0:
-            raise ConfigError(f"protocol.{self.name}.options.dev_queries: expected an integer >= 0, got {n_dev!r}")
+        n_dev = self._dev_queries(options)
         raw_dir = Path(raw_dir)
         require_files(raw_dir, [f.name for f in self.files], self.name)
         corpus = read_collection(raw_dir / COLLECTION)
@@ -159,3 +158,55 @@ class Antique(Dataset):
             "judged_passages_not_in_corpus": len(judged_docs - corpus.keys()),
         }
         return Prepared(corpus=corpus, queries=queries, qrels=qrels, split=split, pool=None, extra_stats=extra)
+
+    def raw_files(self, options: dict[str, Any] | None = None, splits: Collection[str] | None = None) -> tuple[RawFile, ...]:
+        """Every file; for ``splits``, only their queries and qrels (dev is sampled from train).
+
+        Example:
+            >>> [f.name for f in Antique().raw_files({}, ["test"])]
+            ['antique-test-queries.txt', 'antique-test.qrel']
+        """
+        if splits is None:
+            return self.files
+        names = {name for part in self._parts(splits) for name in (f"antique-{part}-queries.txt", f"antique-{part}.qrel")}
+        return tuple(spec for spec in self.files if spec.name in names)
+
+    def split_judgements(self, raw_dir: str | Path, split: str, options: dict[str, Any] | None = None) -> tuple[list[str], Qrels]:
+        """Questions and qrels of one split from its query and qrels files (no collection).
+
+        Example:
+            >>> qids, qrels = Antique().split_judgements("raw/antique", "test")  # doctest: +SKIP
+            >>> len(qids), sum(len(j) for j in qrels.values())  # doctest: +SKIP
+            (200, 6589)
+        """
+        merged = {**self.protocol.options, **(options or {})}
+        n_dev = self._dev_queries(merged)
+        raw_dir = Path(raw_dir)
+        parts = self._parts([split])
+        require_files(raw_dir, [spec.name for spec in self.raw_files(merged, [split])], self.name)
+        ids: dict[str, list[str]] = {}
+        qrels: Qrels = {}
+        for part in parts:
+            ids[part] = list(read_id_texts(raw_dir / f"antique-{part}-queries.txt", "question"))
+            qrels.update(read_trec_qrels(raw_dir / f"antique-{part}.qrel", grades=GRADES).qrels)
+        split_ids = {"test": ids.get("test", [])}
+        if "train" in ids:
+            if n_dev >= len(ids["train"]):
+                raise ConfigError(f"protocol.{self.name}.options.dev_queries: {n_dev} leaves no training questions (of {len(ids['train'])})")
+            held_out = sample_ids(ids["train"], n_dev, int(merged.get("dev_seed", 42))) if n_dev else set()
+            split_ids["train"] = [q for q in ids["train"] if q not in held_out]
+            split_ids["dev"] = [q for q in ids["train"] if q in held_out]
+        return self._split_of(split_ids, qrels, split)
+
+    def _parts(self, splits: Collection[str]) -> list[str]:
+        # The released parts (train, test) that hold these splits' questions.
+        self.check_splits(splits)
+        wanted = {"train", "test"} if "all" in splits else {"test" if s == "test" else "train" for s in splits}
+        return [part for part in ("train", "test") if part in wanted]
+
+    def _dev_queries(self, options: dict[str, Any]) -> int:
+        check_options(self.name, options, ("dev_queries", "dev_seed"))
+        n_dev = options.get("dev_queries", 200)
+        if isinstance(n_dev, bool) or not isinstance(n_dev, int) or n_dev < 0:
+            raise ConfigError(f"protocol.{self.name}.options.dev_queries: expected an integer >= 0, got {n_dev!r}")
+        return n_dev

@@ -13,6 +13,7 @@ Each dataset lives in one module of :mod:`reranklab.data` and registers one :cla
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Collection
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -169,6 +170,106 @@ class Dataset(ABC):
     @abstractmethod
     def parse(self, raw_dir: Path, options: dict[str, Any]) -> Prepared:
         """Parse the raw files in ``raw_dir``; malformed input raises FormatError(file, line)."""
+
+    # -- what one split needs (``reranklab score``, option-aware downloads) ----------------------
+
+    def split_names(self) -> tuple[str, ...]:
+        """The splits :meth:`split_judgements` takes: ``train``, ``dev``, ``test`` for a
+        predefined split, and ``all`` (every query of the dataset) for any dataset.
+
+        Example:
+            >>> get_dataset("wikiqa").split_names()  # doctest: +SKIP
+            ('train', 'dev', 'test', 'all')
+        """
+        return ("train", "dev", "test", "all") if getattr(self.protocol, "split", None) == "predefined" else ("all",)
+
+    def check_splits(self, splits: Collection[str]) -> None:
+        """ConfigError naming the splits of ``splits`` that this dataset does not have.
+
+        Example:
+            >>> get_dataset("wikiqa").check_splits(["test"])  # doctest: +SKIP
+        """
+        unknown = [s for s in splits if s not in self.split_names()]
+        if unknown:
+            raise ConfigError(
+                f"{self.name} has no split {', '.join(map(repr, unknown))} (its splits: {', '.join(self.split_names())})"
+            )
+
+    def raw_files(self, options: dict[str, Any] | None = None, splits: Collection[str] | None = None) -> tuple[RawFile, ...]:
+        """The raw files that ``options`` and ``splits`` need (default: every file in :attr:`files`).
+
+        Args:
+            options: the dataset's options (merged over ``protocol.options``); a dataset whose
+                options choose between files (TrecQA's ``train``) fetches only the chosen ones.
+            splits: ``None`` = what :meth:`prepare` reads; else only what scoring these splits
+                needs (their queries and judgements: no collection), see :meth:`split_judgements`.
+
+        Raises:
+            ConfigError: an unknown split or option value.
+
+        Example:
+            >>> [f.name for f in get_dataset("wikiqa").raw_files({}, ["test"])]  # doctest: +SKIP
+            ['WikiQA-test.tsv']
+        """
+        if splits is not None:
+            self.check_splits(splits)
+        return self.files
+
+    def split_judgements(self, raw_dir: str | Path, split: str, options: dict[str, Any] | None = None) -> tuple[list[str], Qrels]:
+        """The queries of ``split`` (in file order) and their judgements, read from ``raw_dir``.
+
+        This default parses the whole dataset (:meth:`parse`); datasets override it to read only
+        the split's files (the ones :meth:`raw_files` names for it).
+
+        Args:
+            raw_dir: folder holding at least ``raw_files(options, [split])``.
+            split: one of :meth:`split_names`.
+            options: the dataset's options, merged over ``protocol.options``.
+
+        Returns:
+            ``(qids, qrels)``: ``qrels`` holds the judged queries of ``qids`` only.
+
+        Raises:
+            ConfigError: an unknown split, or a split without queries.
+            DownloadError, FormatError: a missing or malformed raw file.
+
+        Example:
+            >>> qids, qrels = get_dataset("wikiqa").split_judgements("raw/wikiqa", "test")  # doctest: +SKIP
+            >>> len(qids)  # doctest: +SKIP
+            633
+        """
+        self.check_splits([split])
+        prepared = self.parse(Path(raw_dir), {**self.protocol.options, **(options or {})})
+        return self._split_of(prepared.split, prepared.qrels, split, list(prepared.queries))
+
+    def _split_of(
+        self, split_ids: dict[str, list[str]] | None, qrels: Qrels, split: str, every_query: list[str] | None = None
+    ) -> tuple[list[str], Qrels]:
+        """``(qids, qrels)`` of ``split`` from a parsed split (helper of :meth:`split_judgements`).
+
+        ``all`` is every query: the splits' queries in order, or ``every_query`` (default: the
+        judged ones) where the dataset has no predefined split.
+
+        Raises:
+            ConfigError: the split has no queries.
+        """
+        if split == "all":
+            qids = [q for ids in split_ids.values() for q in ids] if split_ids else list(every_query or qrels)
+        else:
+            qids = list((split_ids or {}).get(split) or [])
+        if not qids:
+            raise ConfigError(f"the {split} split of {self.name} has no queries")
+        return qids, {qid: qrels[qid] for qid in qids if qid in qrels}
+
+    def run_aliases(self, raw_dir: str | Path, split: str) -> dict[str, tuple[str, dict[str, str]]] | None:
+        """Another numbering that published runs of ``split`` use, or ``None`` (the default).
+
+        Returns:
+            ``{alias qid: (qid, {alias pid: pid})}``, e.g. WikiQA's ``.ref`` numbering
+            (``"1"`` -> ``("Q0", {"0": "D0-0", ...})``); ``reranklab score`` maps a run written
+            entirely in it to the canonical ids.
+        """
+        return None
 
     def prepare(self, raw_dir: str | Path, out_dir: str | Path, options: dict[str, Any] | None = None) -> dict[str, Any]:
         merged = {**self.protocol.options, **(options or {})}

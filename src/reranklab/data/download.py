@@ -95,18 +95,22 @@ def fetch_dataset(
     raw_dir: str | os.PathLike[str],
     mirror: str | None = None,
     *,
+    files: Sequence[RawFile] | None = None,
     retries: int = 5,
     backoff: float = 2.0,
     timeout: float = 60.0,
     progress: bool = True,
 ) -> dict[str, Any]:
-    """Put every raw file of ``dataset`` into ``raw_dir``, verified; write the manifest last.
+    """Put the raw files of ``dataset`` into ``raw_dir``, verified; write the manifest last.
 
     Args:
-        dataset: the registered dataset (its ``files`` say what to fetch and how to check it).
+        dataset: the registered dataset (its ``files`` say how to fetch and check each file).
         raw_dir: destination folder (``raw/<dataset>``); created if missing.
         mirror: local mirror folder (see :func:`resolve_mirror`), or ``None``.
-        retries: HTTP attempts per URL before giving up (a ``.part`` file is kept for resume).
+        files: the files to fetch, e.g. ``dataset.raw_files(options, splits)``; default: all
+            of ``dataset.files``. The manifest lists exactly these.
+        retries: HTTP attempts per URL before giving up (the bytes received so far stay in a
+            ``.part`` file that the next run resumes from; the error says whether there is one).
         backoff: seconds before the first retry; doubles with each further retry.
         timeout: socket timeout per HTTP request, in seconds.
         progress: show a tqdm bar while downloading.
@@ -123,15 +127,17 @@ def fetch_dataset(
         >>> fetch_dataset(get_dataset("wikiqa"), "raw/wikiqa", resolve_mirror(None))  # doctest: +SKIP
         {'dataset': 'wikiqa', 'files': [{'name': 'WikiQA-train.tsv', 'size': 4379303, ...}, ...]}
     """
+    wanted = tuple(dataset.files if files is None else files)
     raw = Path(raw_dir)
     raw.mkdir(parents=True, exist_ok=True)
     mirror_dir = _mirror_dataset_dir(mirror, dataset)
-    fetcher = _Fetcher(raw, mirror_dir, dataset.files, retries=retries, backoff=backoff, timeout=timeout, progress=progress)
+    # Only the wanted files: a tar's other members are not extracted alongside them either.
+    fetcher = _Fetcher(raw, mirror_dir, wanted, retries=retries, backoff=backoff, timeout=timeout, progress=progress)
     previous = _previous_sources(raw / MANIFEST)
     entries: list[dict[str, Any]] = []
     manual_missing: list[RawFile] = []
     try:
-        for spec in dataset.files:
+        for spec in wanted:
             try:
                 source = fetcher.fetch(spec)
             except _ManualMissing:
@@ -202,7 +208,13 @@ class _Fetcher:
         scheme = urlparse(spec.url).scheme
         if scheme not in ("http", "https"):
             raise DownloadError(f"{spec.name}: unsupported URL scheme {scheme!r} in {spec.url}")
-        return self._from_http(spec, target)
+        try:
+            return self._from_http(spec, target)
+        except DownloadError as exc:
+            if self.mirror_dir is None:
+                raise
+            # Say why the network was tried at all: the mirror lacks the file.
+            raise DownloadError(f"{spec.name}: {self._mirror_lacks(spec)}, and downloading it failed: {exc}") from None
 
     def cleanup(self) -> None:
         # Archives are only kept to serve several members of one call; raw/ keeps the files.
@@ -270,6 +282,12 @@ class _Fetcher:
                 return f"{self._mirror_label(archive)}!{spec.member or archive.name}"
         return None
 
+    def _mirror_lacks(self, spec: RawFile) -> str:
+        assert self.mirror_dir is not None
+        if spec.url and _unpacks(spec):
+            return f"the mirror {self.mirror_dir} has neither {spec.name} nor its archive {_url_basename(spec.url)}"
+        return f"the mirror {self.mirror_dir} does not have {spec.name}"
+
     def _mirror_label(self, path: Path) -> str:
         # Relative to the mirror root, so the manifest is the same on every machine.
         assert self.mirror_dir is not None
@@ -314,7 +332,7 @@ class _Fetcher:
             try:
                 complete = self._download_once(url, part, size)
             except _Fatal as exc:
-                raise DownloadError(f"{what}: {exc} ({url})") from None
+                raise DownloadError(f"{what}: {exc} ({url}){_partial_note(part, fatal=True)}") from None
             except (urllib.error.URLError, http.client.HTTPException, ConnectionError, TimeoutError) as exc:
                 last_error = exc
                 continue
@@ -322,10 +340,9 @@ class _Fetcher:
                 break
             last_error = ConnectionError("connection closed before the end of the file")
         else:
-            raise DownloadError(
-                f"{what}: download of {url} failed after {self.retries} attempts: {last_error}; "
-                f"the partial file {part} is kept and the next run resumes from it"
-            )
+            # Say what is really left: a .part may never have been created (no connection), or
+            # been discarded by the last attempt (stale, or resumed at the wrong byte).
+            raise DownloadError(f"{what}: download of {url} failed after {self.retries} attempts: {last_error}{_partial_note(part)}")
         problem = _check(part, size, sha256, md5)
         if problem is not None:
             # A complete but wrong file cannot be resumed into a right one: start over next time.
@@ -388,6 +405,24 @@ class _Fetcher:
 
 class _Fatal(Exception):
     """An HTTP failure that retrying will not fix (404, 403, ...)."""
+
+
+def _partial_note(part: Path, fatal: bool = False) -> str:
+    """What a failed download leaves for the next run, as the end of its error message.
+
+    An empty ``.part`` resumes nothing, so it is removed rather than reported as kept.
+    """
+    try:
+        received = part.stat().st_size
+    except FileNotFoundError:
+        received = 0
+    if received:
+        if fatal:
+            return f"; the partial file {part} ({received} bytes, from an earlier run) is kept"
+        return f"; the {received} bytes received are kept in {part} and the next run resumes from them"
+    with contextlib.suppress(FileNotFoundError):
+        part.unlink()
+    return "" if fatal else "; no partial file is left to resume from"
 
 
 # -- checks ------------------------------------------------------------------------------------

@@ -22,6 +22,7 @@ judgements.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +31,7 @@ from reranklab.data._streaming import StreamingCorpusDataset
 from reranklab.data._text_files import read_id_texts, read_trec_qrels
 from reranklab.data.base import Prepared, Protocol, RawFile
 from reranklab.data.registry import register_dataset
-from reranklab.errors import FormatError
+from reranklab.errors import ConfigError, FormatError
 from reranklab.evaluation.measures import ALL, R_AT_1000
 from reranklab.evaluation.protocol import Scoring
 from reranklab.io import Qrels
@@ -157,3 +158,46 @@ class MsMarcoPassage(StreamingCorpusDataset):
             pool=None,
             extra_stats={"judged_train_queries": available, "test_queries_without_judgements": len(unjudged)},
         )
+
+    def raw_files(self, options: dict[str, Any] | None = None, splits: Collection[str] | None = None) -> tuple[RawFile, ...]:
+        """Every file; for ``splits``, only their queries and qrels (never the collection).
+
+        Example:
+            >>> [f.name for f in MsMarcoPassage().raw_files({}, ["test"])]
+            ['queries.dev.small.tsv', 'qrels.dev.small.tsv']
+        """
+        if splits is None:
+            return self.files
+        self.check_splits(splits)
+        names = {
+            *((TRAIN_QUERIES, TRAIN_QRELS) if {"train", "all"} & set(splits) else ()),
+            *((DEV_QUERIES, DEV_QRELS) if {"test", "all"} & set(splits) else ()),
+        }
+        return tuple(spec for spec in self.files if spec.name in names)
+
+    def split_judgements(self, raw_dir: str | Path, split: str, options: dict[str, Any] | None = None) -> tuple[list[str], Qrels]:
+        """Queries and qrels of one split (test = dev small) from its own files.
+
+        Example:
+            >>> qids, qrels = MsMarcoPassage().split_judgements("raw/msmarco-passage", "test")  # doctest: +SKIP
+            >>> len(qids)  # doctest: +SKIP
+            6980
+        """
+        merged = {**self.protocol.options, **(options or {})}
+        check_options(self.name, merged, ("train_queries", "train_seed"))
+        self.check_splits([split])
+        if split == "dev":
+            raise ConfigError(f"{self.name} has no dev split: its test split is MS MARCO's dev small (6,980 queries)")
+        raw_dir = Path(raw_dir)
+        require_files(raw_dir, [spec.name for spec in self.raw_files(merged, [split])], self.name)
+        split_ids: dict[str, list[str]] = {}
+        qrels: Qrels = {}
+        if split in ("train", "all"):
+            n = positive_int_or_all(merged, "train_queries", self.name)
+            queries, train_qrels, _ = read_train_sample(raw_dir, n, int(merged.get("train_seed", 42)), self.name)
+            split_ids["train"] = list(queries)
+            qrels.update(train_qrels)
+        if split in ("test", "all"):
+            split_ids["test"] = list(read_id_texts(raw_dir / DEV_QUERIES, "query"))
+            qrels.update(read_trec_qrels(raw_dir / DEV_QRELS, grades=(1,)).qrels)
+        return self._split_of(split_ids, qrels, split)

@@ -44,7 +44,7 @@ Options (``protocol.semeval2016.options`` / ``protocol.semeval2017.options``):
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -234,19 +234,52 @@ class _SemEvalTask3(Dataset):
             327
         """
         with_2015 = _with_2015(options, self.name)
+        builder = self._read(Path(raw_dir), self._file_names(with_2015, None))
+        return builder.prepared(with_2015)
+
+    def raw_files(self, options: dict[str, Any] | None = None, splits: Collection[str] | None = None) -> tuple[RawFile, ...]:
+        """The training files that ``with_2015`` chooses, dev and test; or only those of ``splits``.
+
+        Example:
+            >>> [f.name for f in SemEval2016().raw_files({}, ["dev"])]
+            ['SemEval2016-Task3-CQA-QL-dev-subtaskA.xml']
+        """
+        with_2015 = _with_2015({**self.protocol.options, **(options or {})}, self.name)
+        names = {name for files in self._file_names(with_2015, splits).values() for name in files}
+        return tuple(spec for spec in self.files if spec.name in names)
+
+    def split_judgements(self, raw_dir: str | Path, split: str, options: dict[str, Any] | None = None) -> tuple[list[str], Qrels]:
+        """Questions and qrels of one split, parsed from that split's files only.
+
+        Example:
+            >>> qids, qrels = SemEval2016().split_judgements("raw/semeval2016", "dev")  # doctest: +SKIP
+            >>> len(qids)  # doctest: +SKIP
+            244
+        """
+        with_2015 = _with_2015({**self.protocol.options, **(options or {})}, self.name)
+        builder = self._read(Path(raw_dir), self._file_names(with_2015, [split]))
+        return self._split_of(builder.split, builder.qrels, split)
+
+    def _file_names(self, with_2015: bool, splits: Collection[str] | None) -> dict[str, list[str]]:
         names = {
             "train": [*TRAIN_2016, *(TRAIN_2015 if with_2015 else ())],
             "dev": [DEV],
             "test": [TEST[self.year]],
         }
+        if splits is None:
+            return names
+        self.check_splits(splits)
+        return names if "all" in splits else {split: files for split, files in names.items() if split in splits}
+
+    def _read(self, raw_dir: Path, names: dict[str, list[str]]) -> _Builder:
         builder = _Builder()
         for split, files in names.items():
-            paths = [Path(raw_dir) / name for name in files]
+            paths = [raw_dir / name for name in files]
             for path in paths:
                 if not path.is_file():
                     raise DownloadError(f"{path}: missing; run the download step for {self.name} first")
             builder.add_split(split, paths)
-        return builder.prepared(with_2015)
+        return builder
 
 
 SCORINGS = (

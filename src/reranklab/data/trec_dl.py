@@ -23,6 +23,7 @@ Counts on the released files: 43 queries, 9,260 judgements of 9,139 distinct pas
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +44,7 @@ from reranklab.data.registry import register_dataset
 from reranklab.errors import ConfigError, FormatError
 from reranklab.evaluation.measures import ALL, R_AT_1000
 from reranklab.evaluation.protocol import Scoring
+from reranklab.io import Qrels
 
 TOPICS = "topics.dl19-passage.txt"
 QRELS = "qrels.dl19-passage.txt"
@@ -133,11 +135,8 @@ class TrecDL2019(StreamingCorpusDataset):
             train_seed: seed of that sample.
             train_grade: grade given to MS MARCO train judgements (>= 1).
         """
-        check_options(self.name, options, ("train_queries", "train_seed", "train_grade"))
+        grade = self._train_grade(options)
         require_files(raw_dir, [f.name for f in self.files], self.name)
-        grade = options.get("train_grade", 2)
-        if isinstance(grade, bool) or not isinstance(grade, int) or grade < 1:
-            raise ConfigError(f"protocol.{self.name}.options.train_grade: expected an integer >= 1, got {grade!r}")
         n = positive_int_or_all(options, "train_queries", self.name)
         train_queries, train_qrels, available = read_train_sample(raw_dir, n, int(options.get("train_seed", 42)), self.name)
         test_queries, test_qrels, by_grade = read_test_topics(raw_dir)
@@ -153,3 +152,55 @@ class TrecDL2019(StreamingCorpusDataset):
             pool=None,
             extra_stats={"judged_train_queries": available, "test_judgements_by_grade": by_grade},
         )
+
+    def raw_files(self, options: dict[str, Any] | None = None, splits: Collection[str] | None = None) -> tuple[RawFile, ...]:
+        """Every file; for ``splits``, only their queries and qrels: scoring the test split needs
+        the DL-19 topics and qrels, not the 2.9 GB collection.
+
+        Example:
+            >>> [f.name for f in TrecDL2019().raw_files({}, ["test"])]
+            ['topics.dl19-passage.txt', 'qrels.dl19-passage.txt']
+        """
+        if splits is None:
+            return self.files
+        self.check_splits(splits)
+        names = {
+            *((TRAIN_QUERIES, TRAIN_QRELS) if {"train", "all"} & set(splits) else ()),
+            *((TOPICS, QRELS) if {"test", "all"} & set(splits) else ()),
+        }
+        return tuple(spec for spec in self.files if spec.name in names)
+
+    def split_judgements(self, raw_dir: str | Path, split: str, options: dict[str, Any] | None = None) -> tuple[list[str], Qrels]:
+        """Queries and qrels of one split from its own files (the collection is not needed).
+
+        Example:
+            >>> qids, qrels = TrecDL2019().split_judgements("raw/trec-dl-2019", "test")  # doctest: +SKIP
+            >>> len(qids)  # doctest: +SKIP
+            43
+        """
+        merged = {**self.protocol.options, **(options or {})}
+        grade = self._train_grade(merged)
+        self.check_splits([split])
+        if split == "dev":
+            raise ConfigError(f"{self.name} has no dev split (train: MS MARCO train queries; test: the 43 judged DL-19 queries)")
+        raw_dir = Path(raw_dir)
+        require_files(raw_dir, [spec.name for spec in self.raw_files(merged, [split])], self.name)
+        split_ids: dict[str, list[str]] = {}
+        qrels: Qrels = {}
+        if split in ("train", "all"):
+            n = positive_int_or_all(merged, "train_queries", self.name)
+            queries, train_qrels, _ = read_train_sample(raw_dir, n, int(merged.get("train_seed", 42)), self.name)
+            split_ids["train"] = list(queries)
+            qrels.update({qid: dict.fromkeys(judged, grade) for qid, judged in train_qrels.items()})
+        if split in ("test", "all"):
+            queries, test_qrels, _ = read_test_topics(raw_dir)
+            split_ids["test"] = list(queries)
+            qrels.update(test_qrels)
+        return self._split_of(split_ids, qrels, split)
+
+    def _train_grade(self, options: dict[str, Any]) -> int:
+        check_options(self.name, options, ("train_queries", "train_seed", "train_grade"))
+        grade = options.get("train_grade", 2)
+        if isinstance(grade, bool) or not isinstance(grade, int) or grade < 1:
+            raise ConfigError(f"protocol.{self.name}.options.train_grade: expected an integer >= 1, got {grade!r}")
+        return grade

@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import random
 import re
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -267,6 +267,44 @@ class TrecQA(Dataset):
         prepared = builder.prepared()
         prepared.extra_stats.update({"train_file": RAW_FILES[train]})
         return prepared
+
+    def raw_files(self, options: dict[str, Any] | None = None, splits: Collection[str] | None = None) -> tuple[RawFile, ...]:
+        """The train file that ``options["train"]`` names (TRAIN or TRAIN-ALL), DEV and TEST; or
+        only the files of ``splits``.
+
+        Example:
+            >>> [f.name for f in TrecQA().raw_files({"train": "train"}, ["test"])]
+            ['test-less-than-40.manual-edit.xml']
+        """
+        keys = self._file_keys({**self.protocol.options, **(options or {})}, splits)
+        return tuple(spec for spec in self.files if spec.name in {RAW_FILES[key] for key in keys.values()})
+
+    def split_judgements(self, raw_dir: str | Path, split: str, options: dict[str, Any] | None = None) -> tuple[list[str], Qrels]:
+        """Questions and qrels of one split, parsed from that split's file only.
+
+        Example:
+            >>> qids, qrels = TrecQA().split_judgements("raw/trecqa", "test")  # doctest: +SKIP
+            >>> len(qids), len(qrels)  # doctest: +SKIP
+            (100, 95)
+        """
+        keys = self._file_keys({**self.protocol.options, **(options or {})}, [split])
+        builder = _Builder()
+        for name, key in keys.items():
+            path = Path(raw_dir) / RAW_FILES[key]
+            if not path.is_file():
+                raise DownloadError(f"{path}: missing; run the download step for {self.name} first")
+            builder.add_file(name, path)
+        return self._split_of(builder.split, builder.qrels, split)
+
+    def _file_keys(self, options: dict[str, Any], splits: Collection[str] | None) -> dict[str, str]:
+        # split -> key of RAW_FILES, for the wanted splits (None or "all": all three).
+        train = _train_option(options)
+        if splits is not None:
+            self.check_splits(splits)
+        keys = {"train": train, "dev": "dev", "test": "test"}
+        if splits is None or "all" in splits:
+            return keys
+        return {split: keys[split] for split in keys if split in splits}
 
 
 class _Builder:

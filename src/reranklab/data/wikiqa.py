@@ -29,7 +29,7 @@ Canonical form:
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -106,6 +106,40 @@ def read_rows(path: str | Path) -> Iterator[Row]:
             if label not in ("0", "1"):
                 raise FormatError(path, lineno, f"Label {label!r} is not 0 or 1")
             yield Row(lineno, qid, question, doc_id, title, sid, sentence, int(label))
+
+
+def ref_numbering(path: str | Path) -> dict[str, tuple[str, dict[str, str]]]:
+    """The numbering of the release's ``.ref`` files and ``emnlp-table/*.rank`` runs for one split.
+
+    A question is numbered by its 1-based position among the distinct QuestionIDs of
+    ``WikiQA-<split>.tsv`` (file order), a sentence by its 0-based position among that
+    question's rows: ``WikiQA-test.ref`` starts ``1 0 0 0``, the first sentence of the first
+    test question.
+
+    Args:
+        path: the split's ``WikiQA-<split>.tsv``.
+
+    Returns:
+        ``{"1": ("Q0", {"0": "D0-0", "1": "D0-1", ...}), ...}``.
+
+    Example:
+        >>> ref_numbering("raw/wikiqa/WikiQA-test.tsv")["1"][0]  # doctest: +SKIP
+        'Q0'
+    """
+    numbering: dict[str, tuple[str, dict[str, str]]] = {}
+    current: dict[str, str] = {}
+    position: dict[str, str] = {}  # QuestionID -> its number
+    for row in read_rows(path):
+        number = position.get(row.qid)
+        if number is None:
+            number = position[row.qid] = str(len(position) + 1)
+            current = {}
+            numbering[number] = (row.qid, current)
+        elif numbering[number][1] is not current:
+            # The .ref numbering assumes a question's rows are contiguous, as in the release.
+            raise FormatError(path, row.line, f"the rows of question {row.qid} are not contiguous")
+        current[str(len(current))] = row.sid
+    return numbering
 
 
 class _Builder:
@@ -260,3 +294,47 @@ class WikiQA(Dataset):
                 raise DownloadError(f"{path}: missing; run the download step for {self.name} first")
             builder.add_file(split, path)
         return builder.prepared()
+
+    def raw_files(self, options: dict[str, Any] | None = None, splits: Collection[str] | None = None) -> tuple[RawFile, ...]:
+        """``WikiQA-<split>.tsv`` of each of ``splits`` (default: all three).
+
+        Example:
+            >>> [f.name for f in WikiQA().raw_files({}, ["test"])]
+            ['WikiQA-test.tsv']
+        """
+        names = {raw_name(split) for split in self._splits(options, splits)}
+        return tuple(spec for spec in self.files if spec.name in names)
+
+    def split_judgements(self, raw_dir: str | Path, split: str, options: dict[str, Any] | None = None) -> tuple[list[str], Qrels]:
+        """Questions and qrels of one split, parsed from ``WikiQA-<split>.tsv`` only.
+
+        Example:
+            >>> qids, qrels = WikiQA().split_judgements("raw/wikiqa", "test")  # doctest: +SKIP
+            >>> len(qids)  # doctest: +SKIP
+            633
+        """
+        builder = _Builder()
+        for name in self._splits(options, [split]):
+            builder.add_file(name, self._raw_path(raw_dir, name))
+        return self._split_of(builder.split, builder.qrels, split)
+
+    def run_aliases(self, raw_dir: str | Path, split: str) -> dict[str, tuple[str, dict[str, str]]] | None:
+        """The ``.ref`` numbering of ``split`` (:func:`ref_numbering`); ``None`` for ``all``."""
+        if split == "all":
+            return None  # the numbering restarts in each split's file
+        self.check_splits([split])
+        return ref_numbering(self._raw_path(raw_dir, split))
+
+    def _splits(self, options: dict[str, Any] | None, splits: Collection[str] | None) -> list[str]:
+        if options:
+            raise ConfigError(f"protocol.{self.name}.options: WikiQA takes no options, got {sorted(options)}")
+        if splits is None:
+            return list(SPLITS)
+        self.check_splits(splits)
+        return list(SPLITS) if "all" in splits else [s for s in SPLITS if s in splits]
+
+    def _raw_path(self, raw_dir: str | Path, split: str) -> Path:
+        path = Path(raw_dir) / raw_name(split)
+        if not path.is_file():
+            raise DownloadError(f"{path}: missing; run the download step for {self.name} first")
+        return path
