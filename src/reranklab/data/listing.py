@@ -90,8 +90,9 @@ def describe(
         scorings=[s.as_dict() for s in (dataset.scorings or (dataset.scoring(),))],
         counts=counts,
         counts_from=counts_from,
-        raw_files=[_state(spec, data_dir / "raw", mirror_dir) for spec in dataset.files],
-        download_bytes=download_size(dataset.files),
+        # What the default options need: TrecQA's TRAIN file is not "missing" when TRAIN-ALL is used.
+        raw_files=[_state(spec, data_dir / "raw", mirror_dir) for spec in dataset.raw_files()],
+        download_bytes=download_size(dataset.raw_files()),
         disk_bytes=disk_usage(data_dir),
         data_dir=str(data_dir),
     )

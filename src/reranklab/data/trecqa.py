@@ -247,7 +247,7 @@ class TrecQA(Dataset):
 
         Args:
             raw_dir: folder with the raw files (only the ones in use must be there).
-            options: ``train`` and ``test`` (see the module docstring).
+            options: ``train`` (see the module docstring).
 
         Raises:
             FormatError: malformed input (see :func:`read_qapairs`) or a question id repeated
