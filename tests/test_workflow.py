@@ -17,7 +17,7 @@ from tests.conftest import tool_env
 
 pytestmark = pytest.mark.integration
 
-WORKFLOW_FILES = ["Snakefile", "params.yaml", "workflow", "config", "envs"]
+WORKFLOW_FILES = ["Snakefile", "params.yaml", "workflow", "config", "envs", "studies"]
 
 
 def study_config(tiny_bert: Path, variants: list[str]) -> dict:
@@ -137,7 +137,7 @@ def test_changing_one_parameter_reruns_only_its_dependents(study):
         result = snakemake(workdir, "--dry-run")
         assert result.returncode == 0, result.stderr[-3000:]
         counts = job_counts(result.stdout + result.stderr)
-        assert counts == {"train": 2, "rerank": 2, "evaluate": 2, "aggregate": 1, "track": 1, "summarize": 1, "all": 1}
+        assert counts == {"train": 2, "rerank": 2, "evaluate": 2, "aggregate": 1, "track": 1, "summarize": 1, "regress": 1, "all": 1}
     finally:
         (workdir / "config/test.yaml").write_text(yaml.safe_dump(study_config(Path(config["training"]["encoder"]), ["pointwise", "bertlets"])))
 

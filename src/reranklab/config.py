@@ -186,9 +186,19 @@ def resolve_training(config: Mapping[str, Any], variant: str) -> dict[str, Any]:
     from reranklab.models.registry import get_variant
 
     training = schema_defaults()["training"]
-    training.update(config.get("training", {}))
-    training.update(get_variant(variant).defaults)
-    training.update(config.get("variants", {}).get(variant, {}))
+    layers = (
+        config.get("training", {}),
+        get_variant(variant).defaults,
+        config.get("variants", {}).get(variant, {}),
+    )
+    for layer in layers:
+        # Deep: a nested block (``validation``) is merged key by key, so that
+        # ``variants.<name>.validation: {patience: 5}`` keeps the preset's measure.
+        training = deep_merge(training, layer or {})
+    # Validation off (no measure): its block is left out, so the cell's settings, and with them
+    # every job's params, are those of a study written before model selection existed.
+    if not (training.get("validation") or {}).get("measure"):
+        training.pop("validation", None)
     return training
 
 

@@ -1,9 +1,17 @@
-"""Which queries train and which test: k-fold cross-validation by query, or a predefined split."""
+"""Which queries train, tune and test: k-fold cross-validation by query, or a predefined split.
+
+A fold without dev queries of its own (cross-validation) may hold out a seeded part of its
+training queries as its dev queries (:func:`hold_out_dev`, ``training.validation.dev_fraction``):
+the split step decides it once, so every later step reads the same dev set from ``folds.json``
+and the sample step, which draws from ``train`` only, never trains on it.
+"""
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 
 from reranklab.errors import ConfigError
 from reranklab.io import Fold, Folds
@@ -58,3 +66,51 @@ def make_folds(protocol: Mapping, judged_qids: Iterable[str], split: Mapping | N
     if protocol["split"] == "cv":
         return kfold(judged_qids, int(protocol["folds"]), seed, dataset)
     return predefined(split, dataset)
+
+
+def hold_out_dev(folds: Folds, fraction: float, seed: int) -> Folds:
+    """Move a seeded ``fraction`` of each dev-less fold's training queries to its dev queries.
+
+    Folds that have dev queries (a predefined dev split) are kept as they are. A fold holds
+    out ``ceil(fraction * len(train))`` queries (at least one, and at least one stays in
+    train), drawn from its sorted training queries by a generator seeded with ``seed`` and the
+    fold's name, so the choice depends only on the folds, the fraction and the seed. The
+    fraction and seed are recorded in ``folds.meta``.
+
+    Args:
+        folds: the folds of :func:`make_folds`.
+        fraction: the share of training queries to hold out, ``0 <= fraction < 1``; 0 changes nothing.
+        seed: the study seed.
+
+    Returns:
+        The folds with ``dev`` filled (``train`` and ``dev`` sorted and disjoint).
+
+    Raises:
+        ConfigError: ``fraction`` is out of range, or a fold has too few training queries.
+
+    Example:
+        >>> folds = hold_out_dev(kfold([f"q{i}" for i in range(10)], k=2, seed=1), 0.2, seed=1)
+        >>> [(len(f.train), len(f.dev), len(f.test)) for f in folds.folds]
+        [(4, 1, 5), (4, 1, 5)]
+    """
+    fraction = float(fraction)
+    if not 0 <= fraction < 1:
+        raise ConfigError(f"training.validation.dev_fraction: {fraction} is not in [0, 1)")
+    if fraction == 0:
+        return folds
+    held = []
+    for fold in folds.folds:
+        if fold.dev:
+            held.append(fold)
+            continue
+        ordered = sorted(set(fold.train))
+        n = min(max(1, math.ceil(fraction * len(ordered))), len(ordered) - 1)
+        if n < 1:
+            raise ConfigError(
+                f"training.validation.dev_fraction: {folds.dataset or 'dataset'} {fold.name} has {len(ordered)} training "
+                "queries, too few to hold out dev queries"
+            )
+        random.Random(f"{seed}:{fold.name}:dev").shuffle(ordered)
+        held.append(replace(fold, train=sorted(ordered[n:]), dev=sorted(ordered[:n])))
+    meta = {**folds.meta, "dev_fraction": fraction, "dev_seed": int(seed)}
+    return replace(folds, folds=held, meta=meta)

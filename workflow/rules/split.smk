@@ -1,3 +1,16 @@
+from reranklab.training.validation import study_dev_fraction
+
+
+def split_settings(w):
+    settings = {"protocol": {k: protocol(w.dataset)[k] for k in ("split", "folds")}, "seed": CFG["seed"]}
+    # training.validation.dev_fraction: dev-less folds hold out part of their training queries.
+    # Only when set: a study without it keeps its split job's params (nothing re-runs).
+    fraction = study_dev_fraction(CFG, CFG["grid"]["variant"])
+    if fraction:
+        settings["dev_fraction"] = fraction
+    return as_json(settings)
+
+
 rule split:
     input:
         qrels="results/data/{dataset}/qrels.txt",
@@ -9,9 +22,7 @@ rule split:
     message:
         "Splitting the queries of {wildcards.dataset} into folds"
     params:
-        settings=lambda w: as_json(
-            {"protocol": {k: protocol(w.dataset)[k] for k in ("split", "folds")}, "seed": CFG["seed"]}
-        ),
+        settings=split_settings,
     conda:
         CONDA_ENV
     shell:

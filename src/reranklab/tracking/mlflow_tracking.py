@@ -139,6 +139,42 @@ def stats_metrics(stats: Any, prefix: str = "train.") -> list[tuple[str, float, 
     return out
 
 
+VALIDATION_KEYS = ("best_epoch", "chosen_epoch", "epochs_trained", "best_score")
+
+
+def validation_metrics(stats: Any, prefix: str = "dev.") -> list[tuple[str, float, int]]:
+    """The dev curve of a training job that validated (``train_stats.json``'s ``validation``).
+
+    Every dev measure of every epoch becomes a point of a metric history whose step is the
+    epoch (``dev.MAP`` at steps 1, 2, ...), so MLflow draws the validation curve; the chosen
+    and best epochs and the number trained are single values. Nothing for a job that did not
+    validate.
+
+    Example:
+        >>> stats = {"validation": {"history": [{"epoch": 1, "step": 8, "MAP": 0.5, "P@1": 0.25},
+        ...                                     {"epoch": 2, "step": 16, "MAP": 0.6, "P@1": 0.5}],
+        ...                         "best_epoch": 2, "chosen_epoch": 2}}
+        >>> validation_metrics(stats)[:3]
+        [('dev.MAP', 0.5, 1), ('dev.P_at_1', 0.25, 1), ('dev.MAP', 0.6, 2)]
+        >>> validation_metrics(stats)[-2:]
+        [('dev.best_epoch', 2.0, 0), ('dev.chosen_epoch', 2.0, 0)]
+    """
+    block = stats.get("validation") if isinstance(stats, Mapping) else None
+    if not isinstance(block, Mapping):
+        return []
+    out: list[tuple[str, float, int]] = []
+    for item in block.get("history") or []:
+        epoch = int(item["epoch"])
+        out += [(metric_name(f"{prefix}{name}"), float(value), epoch) for name, value in item.items() if name not in ("epoch", "step") and _number(value) is not None]
+    return out + [(metric_name(f"{prefix}{key}"), float(block[key]), 0) for key in VALIDATION_KEYS if _number(block.get(key)) is not None]
+
+
+def _training_metrics(stats: Any) -> list[tuple[str, float, int]]:
+    # The validation block goes in as the dev curve (step = epoch), not as flattened train.* values.
+    plain = {k: v for k, v in stats.items() if k != "validation"} if isinstance(stats, Mapping) else stats
+    return stats_metrics(plain) + validation_metrics(stats)
+
+
 def _quiet_mlflow() -> None:
     # Schema creation logs every alembic migration at INFO on a fresh database.
     for name in _QUIET_LOGGERS:
@@ -342,7 +378,7 @@ def track_cell(
         fold_data.append((
             int(fold["fold"]),
             _fold_metrics(_read_metrics(fold["metrics"], ("aggregate", "n_queries", "n_excluded")))
-            + (stats_metrics(read_json(stats_path)) if stats_path else []),
+            + (_training_metrics(read_json(stats_path)) if stats_path else []),
             [Path(fold["run"]), Path(fold["metrics"])] + ([Path(stats_path)] if stats_path else []),
         ))
     for path in [cell_run_path] + [p for _, _, paths in fold_data for p in paths]:

@@ -351,6 +351,9 @@ class FileCheckpointer:
             },
             "losses": [float(x) for x in state.losses],
             "threads": torch.get_num_threads(),
+            # Model selection on dev (training.validation): the per-epoch results, the best
+            # epoch, its weights and the patience count, so a resumed job chooses the same.
+            "selection": state.selection.state_dict() if getattr(state, "selection", None) is not None else None,
         }
 
     def _load(self, path: Path, state: TrainState) -> None:
@@ -358,6 +361,8 @@ class FileCheckpointer:
         position = payload["position"]
         if int(position["total_steps"]) != state.total_steps:
             raise ValueError(f"the checkpoint has {position['total_steps']} steps in all, this job {state.total_steps}")
+        if getattr(state, "selection", None) is not None and payload.get("selection") is None:
+            raise ValueError("the checkpoint holds no model-selection state (written without training.validation)")
         state.model.load_state_dict(payload["model"])
         if payload.get("loss"):
             state.loss.load_state_dict(payload["loss"], strict=not payload.get("loss_shares_model"))
@@ -370,6 +375,8 @@ class FileCheckpointer:
         state.step_in_epoch = int(position["step_in_epoch"])
         state.global_step = int(position["global_step"])
         state.losses = [float(x) for x in payload["losses"]]
+        if getattr(state, "selection", None) is not None:
+            state.selection.load_state_dict(payload["selection"])
         if self.deterministic and payload.get("threads"):
             # The thread count changes the order of floating-point sums on CPU.
             torch.set_num_threads(int(payload["threads"]))

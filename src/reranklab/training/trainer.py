@@ -5,6 +5,8 @@ how pairs become model inputs (``featurize``) and the kind of examples;
 :mod:`reranklab.training.batching` gives the matching collator. It is
 plain PyTorch (AdamW without decay on biases/LayerNorm, linear warm-up then linear decay,
 gradient clipping), seeded from the study seed, with dynamic padding and length grouping.
+With ``training.validation`` on, every epoch ends with a dev evaluation that picks the epoch
+whose weights are saved and may stop training early (:mod:`reranklab.training.validation`).
 """
 
 from __future__ import annotations
@@ -47,6 +49,13 @@ from reranklab.training.steps import (
     enable_gradient_checkpointing,
     step_loader,
 )
+from reranklab.training.validation import (
+    DevScorer,
+    DevSet,
+    ModelSelector,
+    validate_epoch,
+    validation_settings,
+)
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +74,8 @@ class TrainState:
         global_step: optimiser steps done in total.
         steps_per_epoch: optimiser steps per epoch (a checkpointer writes at epoch ends).
         losses: the loss of every step done so far.
+        selection: the :class:`~reranklab.training.validation.ModelSelector` of a job that
+            validates on dev (its ``state_dict`` is part of a checkpoint), else ``None``.
     """
 
     model: nn.Module
@@ -78,6 +89,7 @@ class TrainState:
     global_step: int = 0
     losses: list[float] = field(default_factory=list)
     scaler: Any = None  # the fp16 GradScaler (training.precision), else None
+    selection: Any = None  # the ModelSelector of a job with training.validation on, else None
 
 
 class Checkpointer(Protocol):
@@ -259,6 +271,7 @@ def train_model(
     checkpointer: Checkpointer | None = None,
     progress: bool = True,
     frozen_features: Path | None = None,
+    dev: DevSet | None = None,
 ) -> dict[str, Any]:
     """Fine-tune the cell's variant on the examples and save it to ``out_dir``.
 
@@ -275,9 +288,17 @@ def train_model(
         progress: show tqdm bars.
         frozen_features: the fold's frozen-feature cache of ``reranklab encode``, for variants
             that read one (``VariantSpec.needs_cache``); ``None`` = they encode what they need.
+        dev: the fold's dev set, scored after every epoch when ``training.validation`` is on
+            (``corpus`` must then hold its candidates). Without one such a cell trains every
+            epoch and keeps the last (with a warning); the ``train`` step always passes it.
 
     Returns:
-        The training statistics written to ``out_dir/train_stats.json``.
+        The training statistics written to ``out_dir/train_stats.json`` (with ``validation``:
+        the per-epoch dev measures, the chosen epoch and why training stopped).
+
+    Raises:
+        ConfigError: validation is on and its measure is not one of the dev scoring's, the
+            dev set is empty or the scoring counts none of its queries.
 
     Example:
         >>> cell = resolve_cell(params, "wikiqa", "bertlets", 256)  # doctest: +SKIP
@@ -302,6 +323,14 @@ def train_model(
     batch_size = int(training["batch_size"])
     epochs = int(training["epochs"])
 
+    validation = validation_settings(training)
+    counted_dev: list[str] = []
+    if validation is not None and dev is None:
+        log.warning("training.validation is on (measure %s) but no dev set was given: training every epoch, keeping the last", validation.measure)
+        validation = None
+    if validation is not None and dev is not None:
+        counted_dev = dev.check(validation)  # before any work: a wrong measure or an empty dev stops here
+
     collator_cls = collator_for(spec.example_kind)
     columns = read_examples(examples_path, collator_cls.columns)
     _check_ids(columns, collator_cls.pid_columns, queries, corpus, examples_path)
@@ -314,6 +343,12 @@ def train_model(
     # Tokenised pairs are shared through training.feature_cache by every job of the dataset.
     with feature_cache_scope(training.get("feature_cache"), cell.get("dataset")) as cache_scope:
         index = spec.featurizer()(model, collator_cls.pair_keys(columns), queries, corpus, progress=progress, **spec.featurize_options(frozen_features))
+        scorer = None
+        if validation is not None and dev is not None:
+            scorer = DevScorer(
+                model, spec, dev, queries, corpus, batch_size=int(training.get("eval_batch_size") or 128),
+                precision=resolve_precision(str(training.get("precision") or "auto"), device), frozen_features=frozen_features, progress=progress,
+            )
     tokenize_seconds = time.perf_counter() - tokenize_started
     collate: ExampleCollator = collator_cls.from_columns(
         columns,
@@ -335,7 +370,8 @@ def train_model(
     total_steps = steps_per_epoch * epochs
     warmup_steps = warmup_steps_for(training, total_steps)
     scheduler = linear_schedule(optimizer, warmup_steps, total_steps)
-    state = TrainState(model, loss_fn, optimizer, scheduler, total_steps, steps_per_epoch=steps_per_epoch, scaler=precision.grad_scaler())
+    selector = ModelSelector(validation) if scorer is not None and validation is not None else None
+    state = TrainState(model, loss_fn, optimizer, scheduler, total_steps, steps_per_epoch=steps_per_epoch, scaler=precision.grad_scaler(), selection=selector)
     checkpointer.restore(state)
     resumed_from = state.global_step
 
@@ -357,9 +393,12 @@ def train_model(
     step_collate = StepCollator(collate, micro_batch_size)
     workers = int(training.get("dataloader_workers") or 0)
     model.train()
+    validation_seconds = 0.0  # dev scoring, left out of the training throughput
     train_started = time.perf_counter()
     bar = tqdm(total=total_steps, initial=state.global_step, desc=f"train {spec.name}", unit="step", disable=not progress, mininterval=1.0)
     for epoch in range(state.epoch, epochs):
+        if selector is not None and selector.stopped_early:  # also when resumed after the stopping epoch
+            break
         state.epoch = epoch
         batches = sampler.batches(epoch)
         # Collated (in dataloader_workers processes when > 0) into micro batches of one step each.
@@ -387,11 +426,22 @@ def train_model(
                 mean = sum(window) / len(window)
                 bar.set_postfix(loss=f"{mean:.4f}")
                 log.info("step %d/%d epoch %d loss %.4f lr %.3g", state.global_step, total_steps, epoch + 1, mean, scheduler.get_last_lr()[0])
+            if selector is not None and scorer is not None and state.step_in_epoch == steps_per_epoch:
+                # Before the epoch-end checkpoint, so that it holds this epoch's result.
+                validation_started = time.perf_counter()
+                validate_epoch(scorer, selector, model, epoch + 1, state.global_step)
+                validation_seconds += time.perf_counter() - validation_started
             checkpointer.step_done(state)
         state.step_in_epoch = 0
     bar.close()
-    train_seconds = time.perf_counter() - train_started
+    train_seconds = time.perf_counter() - train_started - validation_seconds
     model.eval()
+    epochs_trained = state.global_step // steps_per_epoch if steps_per_epoch else 0
+    selection = None
+    if selector is not None and dev is not None:
+        chosen = selector.finish(model, epochs_trained)
+        selection = {**selector.summary(chosen, epochs, dev, len(counted_dev)), "seconds": validation_seconds}
+        log.info("model selection: saving epoch %d of %d (%s); %s", chosen, epochs_trained, selection["chosen_because"], selection["stop_reason"])
 
     epoch_losses = [
         float(np.mean(state.losses[e * steps_per_epoch : (e + 1) * steps_per_epoch]))
@@ -435,6 +485,8 @@ def train_model(
         "threads": torch.get_num_threads(),
         "torch": torch.__version__,
     }
+    if selection is not None:
+        stats["validation"] = selection
     with contextlib.suppress(ImportError):
         import transformers
 

@@ -5,7 +5,8 @@ Each pair gets ``y = sigmoid(w · [CLS] + b)``; a (q, p+, p-) triplet is trained
 score is ``y`` (computed in float64 so confident pairs do not tie at 1.0).
 
 Defaults: the margin ``m`` is ``training.margin`` (0.2) and the optimiser settings are the
-schema's BERT fine-tuning ones. Override them in ``params.yaml: variants.bertsel``.
+schema's BERT fine-tuning ones. Model selection on dev is on: the epoch with the best dev MAP
+is kept (``training.validation``). Override them in ``params.yaml: variants.bertsel``.
 """
 
 from __future__ import annotations
@@ -38,6 +39,11 @@ SPEC = register_variant(
         description="BERTSel: y = sigmoid(w.[CLS] + b), 0.5 BCE + 0.5 hinge max(0, m - y+ + y-) on (q, p+, p-); score y",
         build=build,
         loss=loss,
-        defaults={},
+        # Model selection on dev (training.validation): BERTSel selects its epoch on the dev
+        # split (issue 10, point 5; not checked against the paper's text here, whose results
+        # table also reports an "epoch=3" row: studies/bertsel2020.yaml). MAP, its first
+        # measure; no early stopping. On cross-validation datasets set
+        # training.validation.dev_fraction, or turn it off: variants.bertsel.validation: null.
+        defaults={"validation": {"measure": "MAP", "select_best": True}},
     )
 )

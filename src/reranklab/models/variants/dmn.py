@@ -8,7 +8,9 @@ answer is ``a = σ(W[c; Q; m])`` with c = [CLS]. Loss ``max(0, m − a+ + a−)`
 
 Defaults (the paper's): AdamW, learning rate 3e-5, 1,000 warm-up steps, margin 0.2, GRU and
 memory size 256 (``memory_hidden``), 4 episodes (``episodes``), head dropout 0.1
-(``head_dropout``). Override them in ``params.yaml: variants.dmn``.
+(``head_dropout``). Model selection on dev: the epoch with the best dev MAP is kept and
+training stops after 3 epochs without improvement (``training.validation``). Override them in
+``params.yaml: variants.dmn``.
 """
 
 from __future__ import annotations
@@ -68,6 +70,14 @@ SPEC = register_variant(
         loss=loss,
         featurize=featurize,
         load=load,
-        defaults={"learning_rate": 3e-5, "warmup_steps": 1000, "margin": 0.2, "memory_hidden": HIDDEN, "episodes": EPISODES, "head_dropout": DROPOUT},
+        defaults={
+            "learning_rate": 3e-5, "warmup_steps": 1000, "margin": 0.2, "memory_hidden": HIDDEN, "episodes": EPISODES, "head_dropout": DROPOUT,
+            # Model selection on dev (training.validation), as the authors' code does
+            # (github.com/mrjleo/ranking-models, config/training.yaml: EarlyStopping and
+            # ModelCheckpoint on val_RetrievalMAP, mode max, patience 3; train.py tests the
+            # "best" checkpoint). On cross-validation datasets set
+            # training.validation.dev_fraction, or turn it off: variants.dmn.validation: null.
+            "validation": {"measure": "MAP", "select_best": True, "patience": 3},
+        },
     )
 )
