@@ -39,8 +39,11 @@ def cmd_download(args: argparse.Namespace) -> None:
     from reranklab.data.download import fetch_dataset, resolve_mirror
 
     mirror = resolve_mirror(args.mirror)
-    log.info("download %s into %s (mirror: %s)", args.dataset, args.out_dir, mirror or "none")
-    manifest = fetch_dataset(get_dataset(args.dataset), Path(args.out_dir), mirror)
+    dataset = get_dataset(args.dataset)
+    # Only the files the options use (TrecQA's `train` picks TRAIN or TRAIN-ALL).
+    files = dataset.raw_files((args.params or {}).get("options", {}))
+    log.info("download %s into %s (mirror: %s): %s", args.dataset, args.out_dir, mirror or "none", ", ".join(f.name for f in files))
+    manifest = fetch_dataset(dataset, Path(args.out_dir), mirror, files=files)
     for item in manifest["files"]:
         log.info("  %s  %d bytes  sha256 %s  from %s", item["name"], item["size"], item["sha256"], item["source"])
 
@@ -98,10 +101,12 @@ def cmd_retrieve(args: argparse.Namespace) -> None:
 
 def cmd_split(args: argparse.Namespace) -> None:
     from reranklab.io import read_json, read_qrels, write_folds
-    from reranklab.splits import make_folds
+    from reranklab.splits import hold_out_dev, make_folds
 
     protocol = args.params["protocol"]
     folds = make_folds(protocol, read_qrels(args.qrels), read_json(args.split_file), int(args.params["seed"]), args.dataset)
+    # training.validation.dev_fraction: dev-less folds hold out part of their training queries.
+    folds = hold_out_dev(folds, float(args.params.get("dev_fraction") or 0.0), int(args.params["seed"]))
     write_folds(args.out, folds)
     for fold in folds.folds:
         log.info("%s: train %d, dev %d, test %d queries", fold.name, len(fold.train), len(fold.dev), len(fold.test))
@@ -155,16 +160,26 @@ def cmd_train(args: argparse.Namespace) -> None:
 def _train(args: argparse.Namespace, writer: bool = True) -> None:
     from reranklab.io import read_corpus, read_queries
     from reranklab.training.checkpoint import checkpointer_for
+    from reranklab.training.inference import candidate_pids
     from reranklab.training.trainer import passages_to_read, train_model
+    from reranklab.training.validation import load_dev_set
 
+    if args.eval_batch_size:  # a run option (the rule leaves it out of --params: it changes no model)
+        args.params["training"]["eval_batch_size"] = args.eval_batch_size
+    # training.validation: the fold's dev queries, scored after every epoch (None when off).
+    dev = load_dev_set(args.params, args.candidates, args.qrels, args.folds, args.fold)
+    inputs = [args.examples, args.queries, args.corpus] + ([args.candidates, args.qrels, args.folds] if dev else [])
     checkpointer = checkpointer_for(
-        args.params, args.checkpoint_dir, [args.examples, args.queries, args.corpus], writer=writer,
+        args.params, args.checkpoint_dir, inputs, writer=writer,
         every=args.checkpoint_every, keep=args.keep_checkpoints, delete_when_done=args.delete_checkpoints,
     )
+    pids = passages_to_read(args.params, Path(args.examples))
+    if pids is not None and dev is not None:
+        pids |= candidate_pids(dev.candidates, dev.qids)
     stats = train_model(
         args.params, Path(args.examples), read_queries(args.queries),
-        read_corpus(args.corpus, passages_to_read(args.params, Path(args.examples))), Path(args.out_dir), threads=args.threads,
-        checkpointer=checkpointer, progress=writer, frozen_features=_frozen_features(args),
+        read_corpus(args.corpus, pids), Path(args.out_dir), threads=args.threads,
+        checkpointer=checkpointer, progress=writer, frozen_features=_frozen_features(args), dev=dev,
     )
     if writer:
         log.info("trained: %s", json.dumps(stats, sort_keys=True, default=str))
@@ -235,14 +250,25 @@ def cmd_baseline(args: argparse.Namespace) -> None:
 # -- evaluation, aggregation, tracking, report -------------------------------------------------
 
 
+def _scoring(params: dict[str, Any]) -> Any:
+    from reranklab.evaluation.protocol import Scoring
+
+    if "scoring" not in params:
+        raise ReranklabError("--params needs the dataset's scoring protocol: {\"scoring\": {...}}")
+    return Scoring.from_dict(params["scoring"])
+
+
 def cmd_evaluate(args: argparse.Namespace) -> None:
     from reranklab.evaluation.evaluate import evaluate_run
     from reranklab.io import read_folds, read_qrels, read_run, write_json
 
     qids = read_folds(args.folds).fold(args.fold).test
-    result = evaluate_run(read_run(args.run), read_qrels(args.qrels), qids, int(args.params["protocol"]["relevance_threshold"]))
+    result = evaluate_run(read_run(args.run), read_qrels(args.qrels), qids, scoring=_scoring(args.params))
     write_json(args.out, result)
-    log.info("fold %d: %d queries (%d excluded): %s", args.fold, result["n_queries"], result["n_excluded"], json.dumps(result["aggregate"]))
+    log.info(
+        "fold %d, scoring %s: %d queries counted, dropped %s, ties %s: %s", args.fold, result["scoring"]["name"],
+        result["n_queries"], json.dumps(result["dropped"]), json.dumps(result["ties"]), json.dumps(result["aggregate"]),
+    )
 
 
 def cmd_aggregate(args: argparse.Namespace) -> None:
@@ -253,7 +279,7 @@ def cmd_aggregate(args: argparse.Namespace) -> None:
         [Path(p) for p in args.runs],
         [Path(p) for p in args.metrics],
         read_qrels(args.qrels),
-        int(args.params["protocol"]["relevance_threshold"]),
+        _scoring(args.params),
         Path(args.out_run),
         Path(args.out_metrics),
     )
@@ -293,6 +319,43 @@ def cmd_summarize(args: argparse.Namespace) -> None:
 
     summarize(args.params["cells"], Path(args.out_csv), Path(args.out_md), Path(args.out_json), args.params["title"])
     log.info("summary of %d cells written to %s", len(args.params["cells"]), args.out_md)
+
+
+def cmd_regress(args: argparse.Namespace) -> None:
+    from reranklab.io import atomic_write_text
+    from reranklab.report import regress
+
+    matrix = args.matrix if args.matrix is not None else list(regress.DEFAULT_MATRIX)
+    summaries = args.summary
+    if summaries is None:
+        # No summary given: grade the default one if the study ran, else print the matrix as NOT RUN.
+        summaries = [regress.DEFAULT_SUMMARY] if Path(regress.DEFAULT_SUMMARY).is_file() else []
+    entries = [entry for path in matrix for entry in regress.load_matrix(path)]
+    grades = regress.grade(entries, regress.load_summaries(summaries), study=args.study)
+    if args.json:
+        print(json.dumps(regress.to_json(grades), indent=2))
+    else:
+        print(regress.format_text(grades), end="")
+    if args.out:
+        atomic_write_text(args.out, regress.format_markdown(grades))
+        log.info("regression report written to %s", args.out)
+    if regress.counts(grades)[regress.FAIL] and not args.exit_zero:
+        raise SystemExit(1)
+
+
+def cmd_score(args: argparse.Namespace) -> None:
+    from reranklab.data import get_dataset
+    from reranklab.evaluation import score
+
+    results = score.score_runs(
+        args.dataset, args.split, args.runs, protocol=args.protocol, mirror=score.mirror_folder(args.mirror), cache=args.cache,
+        tie_seed=args.tie_seed, ties=args.ties, progress=sys.stderr.isatty(),
+    )
+    if args.json:
+        print(json.dumps(results[0] if len(results) == 1 else results, indent=2))
+        return
+    scoring = score.resolve_scoring(get_dataset(args.dataset), args.protocol)
+    print("\n\n".join(score.format_text(result, scoring) for result in results))
 
 
 # -- helpers for users -------------------------------------------------------------------------
@@ -363,6 +426,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dataset", required=True)
     p.add_argument("--out-dir", required=True)
     p.add_argument("--mirror", default=None, help="local mirror folder (env RERANKLAB_MIRROR wins)")
+    params(p, required=False)  # {"options": ...}: fetch only the files these options use
 
     p = add("prepare", cmd_prepare, "parse raw files into the canonical form")
     p.add_argument("--dataset", required=True)
@@ -401,6 +465,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--delete-checkpoints", type=int, choices=(0, 1), default=None, help="overrides training.delete_checkpoints")
     p.add_argument("--threads", type=int, default=0)
     p.add_argument("--frozen-features", nargs="*", default=None, help="the fold's cache of `reranklab encode` (lite variants; may be empty)")
+    # Model selection on dev (training.validation): what scoring the fold's dev queries needs.
+    p.add_argument("--candidates", default=None, help="the first-stage run (training.validation: the dev queries' candidates)")
+    p.add_argument("--qrels", default=None, help="the qrels (training.validation)")
+    p.add_argument("--folds", default=None, help="folds.json (training.validation: the fold's dev queries)")
+    p.add_argument("--fold", type=int, default=None, help="the fold index (training.validation)")
+    p.add_argument("--eval-batch-size", type=int, default=None, help="overrides training.eval_batch_size (dev scoring)")
     params(p)
 
     p = add("encode", cmd_encode, "cache a frozen encoder's features of one fold's pairs (lite variants)")
@@ -460,6 +530,29 @@ def build_parser() -> argparse.ArgumentParser:
     for name in ("--out-csv", "--out-md", "--out-json"):
         p.add_argument(name, required=True)
     params(p)
+
+    p = add("regress", cmd_regress, "grade finished studies against the reproduction matrix (OK / FAIL / NOT RUN); exit 1 on FAIL")
+    p.add_argument("--study", default=None, help="grade only this study's entries")
+    p.add_argument("--summary", nargs="+", default=None, help="summary.json of finished studies (default: results/summary.json if present)")
+    p.add_argument("--matrix", nargs="*", default=None, help="matrix files (default: studies/published.yaml studies/expected.yaml)")
+    p.add_argument("--out", default=None, help="also write the Markdown table here (e.g. results/regression.md)")
+    p.add_argument("--json", action="store_true", help="print JSON instead of one line per entry")
+    p.add_argument("--exit-zero", action="store_true", help="exit 0 even when an entry FAILs (the DAG's regress rule)")
+
+    p = add("score", cmd_score, "score run files (TREC or SemEval format) on a dataset's split under its official protocol")
+    p.add_argument("--dataset", required=True)
+    p.add_argument("--split", required=True, help="train, dev, test, or all (every query)")
+    p.add_argument("--protocol", default=None, help="a scoring of the dataset (default: its official one)")
+    p.add_argument("--json", action="store_true", help="print JSON: one object per run (a list for several runs)")
+    p.add_argument("--mirror", default=None, help="local mirror folder (default: env RERANKLAB_MIRROR, else download)")
+    p.add_argument("--cache", default=None, help="where raw files are kept (default: env RERANKLAB_CACHE, else ~/.cache/reranklab)")
+    p.add_argument("--tie-seed", type=int, default=0, help="seed of the hash that orders tied scores (default 0)")
+    p.add_argument(
+        "--ties", choices=("hash", "official", "trec_eval", "file"), default="hash",
+        help="how tied scores are ordered: hash (default, never by id or file order); official / trec_eval / file "
+        "reproduce an official tool's figure on a run with ties (trec_eval: pid descending; file: file order, as the SemEval scorer)",
+    )
+    p.add_argument("runs", nargs="+", metavar="RUN")
 
     p = add("datasets", cmd_datasets, "list the registered datasets: provenance, counts, protocol, raw files, size")
     p.add_argument("--results-dir", default="results", help="the workflow's results folder (default: results)")
