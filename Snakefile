@@ -44,3 +44,4 @@ rule all:
     default_target: True
     input:
         SUMMARY,
+        "results/regression.md",

@@ -39,6 +39,8 @@ from reranklab.io import atomic_write_text, read_json, write_json
 FIRST_STAGE_VARIANTS = ("bm25", "pool")
 SIGNIFICANCE_LEVEL = 0.05
 DAGGER = "†"
+# Settings of a cell copied into its summary.json row (reranklab.report.regress grades by them).
+CELL_SETTINGS = ("study", "encoder", "epochs")
 
 
 def is_first_stage(cell: dict[str, Any]) -> bool:
@@ -107,6 +109,8 @@ def _load_row(cell: dict[str, Any], measures: Sequence[str]) -> tuple[dict[str, 
     row["dropped"] = metrics.get("dropped") or {}
     row["ties"] = metrics.get("ties") or {}
     row["metrics_path"] = str(cell["metrics_path"])
+    # What `reranklab regress` matches a row by, when the rule passes it (study, encoder, epochs).
+    row.update({key: cell[key] for key in CELL_SETTINGS if key in cell})
     return row, metrics.get("per_query", {})
 
 

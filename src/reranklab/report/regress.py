@@ -1,0 +1,513 @@
+"""Grade finished studies against the reproduction matrix (``reranklab regress``).
+
+The matrix is data, in YAML files under ``studies/`` (Pyserini's two-click reproductions and
+Anserini's regressions work the same way):
+
+- ``studies/published.yaml`` (``kind: published``): every number the seed papers publish,
+  with the paper, table and citation;
+- ``studies/expected.yaml`` (``kind: expected``): this project's own measured numbers, with the
+  commit and command that measured them.
+
+Each file gives a default absolute ``tolerance`` (published numbers get a wider one than this
+project's own) and a list of ``entries``. An entry names a condition (``study``, ``dataset``,
+``variant``, optionally ``max_length``, ``model`` and ``where``: any other summary-row field
+that must be equal, e.g. ``{epochs: 3}``), a ``measure`` and its ``value``; a per-entry
+``tolerance`` wins over the file's. Nothing condition-specific lives in this code.
+
+Grading reads the ``rows`` of one or more ``results/summary.json`` (each row carries the study,
+dataset, variant, max length and, for re-rankers, the encoder and epochs) and gives each entry
+one status:
+
+- ``OK``: exactly one row matches and ``|measured − value| ≤ tolerance``;
+- ``FAIL``: the difference is larger, or several rows match (the entry is ambiguous);
+- ``NOT RUN``: no given summary holds the condition (a study that needs a GPU, another encoder,
+  a measure the summary does not report).
+
+Loading (:func:`load_matrix`, :func:`load_summaries`), grading (:func:`grade`) and rendering
+(:func:`format_text`, :func:`format_markdown`, :func:`to_json`) are separate, like ranx's
+``Report``.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from reranklab.errors import ConfigError, FormatError
+from reranklab.evaluation.measures import BY_NAME, NAMES
+from reranklab.io import read_json
+
+OK, FAIL, NOT_RUN = "OK", "FAIL", "NOT RUN"
+DEFAULT_MATRIX = ("studies/published.yaml", "studies/expected.yaml")
+DEFAULT_SUMMARY = "results/summary.json"
+KINDS = ("published", "expected")
+# Fallback tolerances when a file gives none: a paper's number is reproduced within a couple
+# of points at best (other hardware, library versions, unreported settings); this project's own
+# numbers move only with float non-determinism across machines.
+DEFAULT_TOLERANCE = {"published": 0.02, "expected": 0.005}
+# The display names a matrix may use: what the evaluation reports, plus R@1000 (TREC-DL
+# papers publish it; an entry in a measure the summary lacks is NOT RUN, not an error).
+MEASURES: tuple[str, ...] = tuple(dict.fromkeys((*NAMES, *BY_NAME, "R@1000")))
+# Two floats that print the same to many digits are equal: an edge of the tolerance is inside.
+EPSILON = 1e-9
+
+_COMMON_REQUIRED = ("dataset", "variant", "measure", "value")
+_COMMON_OPTIONAL = ("study", "max_length", "model", "where", "tolerance", "note")
+REQUIRED_KEYS = {
+    "published": ("paper", "table", "model", "citation", *_COMMON_REQUIRED),
+    "expected": ("study", "source", *_COMMON_REQUIRED),
+}
+OPTIONAL_KEYS = {
+    "published": (*_COMMON_OPTIONAL, "confirmed_by"),
+    "expected": _COMMON_OPTIONAL,
+}
+NULLABLE_KEYS = ("model",)
+FILE_KEYS = ("kind", "tolerance", "description", "entries")
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One number of the matrix: a condition, a measure, the value it should have.
+
+    Args:
+        kind: ``published`` or ``expected``.
+        origin: ``<file> entry <i>``, for messages.
+        study: the study (``study:`` of its config, the summary's title) that runs the condition.
+        dataset, variant: the summary row's dataset and variant (``bm25``/``pool`` for a first stage).
+        measure: display name (``MAP``, ``MRR@10``, ...).
+        value: the published or measured value.
+        tolerance: largest absolute difference still graded OK.
+        max_length: the row's max length; ``None`` = any.
+        model: the encoder of a re-ranker row (ignored for first-stage rows); ``None`` = any.
+        where: further row fields that must be equal (``{"epochs": 3}``).
+        info: the rest (paper, table, citation, source, note), for the report.
+    """
+
+    kind: str
+    origin: str
+    study: str
+    dataset: str
+    variant: str
+    measure: str
+    value: float
+    tolerance: float
+    max_length: int | None = None
+    model: str | None = None
+    where: Mapping[str, Any] = field(default_factory=dict)
+    info: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def condition(self) -> str:
+        """``study: dataset/variant/L256 [model]`` for lines and tables."""
+        text = f"{self.dataset}/{self.variant}" + (
+            "" if self.max_length is None else f"/L{self.max_length}"
+        )
+        extra = [self.model] if self.model else []
+        extra += [f"{k}={v}" for k, v in sorted(self.where.items())]
+        return f"{self.study}: {text}" + (f" [{', '.join(extra)}]" if extra else "")
+
+    @property
+    def reference(self) -> str:
+        """Where the value comes from: ``paper, table`` or the expected entry's source."""
+        if self.kind == "published":
+            return f"{self.info.get('paper')}, {self.info.get('table')}"
+        return str(self.info.get("source", ""))
+
+
+@dataclass(frozen=True)
+class Grade:
+    """The grade of one entry: status, measured value, difference and why."""
+
+    entry: Entry
+    status: str
+    measured: float | None = None
+    diff: float | None = None
+    row: str | None = None
+    reason: str = ""
+
+
+# -- loading ------------------------------------------------------------------------------------
+
+
+def _fail(path: os.PathLike[str] | str, where: str, problem: str) -> FormatError:
+    return FormatError(path, None, f"{where}: {problem}")
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _check_entry(path: Path, index: int, raw: Any, kind: str, default_tolerance: float) -> Entry:
+    where = f"entry {index}"
+    if not isinstance(raw, Mapping):
+        raise _fail(path, where, "expected a mapping of keys")
+    allowed = (*REQUIRED_KEYS[kind], *OPTIONAL_KEYS[kind])
+    for key in raw:
+        if key not in allowed:
+            raise _fail(
+                path,
+                f"{where}, key {key}",
+                f"unknown key (allowed in a {kind} entry: {', '.join(allowed)})",
+            )
+    for key in REQUIRED_KEYS[kind]:
+        # `model: null` is an answer (any encoder: BM25, word-vector models); an absent key is not.
+        if key not in raw or (key not in NULLABLE_KEYS and raw[key] in (None, "")):
+            raise _fail(
+                path,
+                f"{where}, key {key}",
+                f"missing (a {kind} entry needs {', '.join(REQUIRED_KEYS[kind])})",
+            )
+    for key in ("dataset", "variant", "study", "model", "paper", "citation", "source", "table"):
+        if key in raw and raw[key] is not None and not isinstance(raw[key], str):
+            raise _fail(path, f"{where}, key {key}", f"expected a string, got {raw[key]!r}")
+    if raw["measure"] not in MEASURES:
+        raise _fail(
+            path,
+            f"{where}, key measure",
+            f"unknown measure {raw['measure']!r} (known: {', '.join(MEASURES)})",
+        )
+    if not _number(raw["value"]) or not 0.0 <= raw["value"] <= 1.0:
+        raise _fail(
+            path, f"{where}, key value", f"expected a number in [0, 1], got {raw['value']!r}"
+        )
+    tolerance = raw.get("tolerance", default_tolerance)
+    if not _number(tolerance) or tolerance < 0:
+        raise _fail(path, f"{where}, key tolerance", f"expected a number >= 0, got {tolerance!r}")
+    max_length = raw.get("max_length")
+    if max_length is not None and (
+        not isinstance(max_length, int) or isinstance(max_length, bool) or max_length < 1
+    ):
+        raise _fail(
+            path,
+            f"{where}, key max_length",
+            f"expected a positive integer or null, got {max_length!r}",
+        )
+    conditions = raw.get("where") or {}
+    if not isinstance(conditions, Mapping) or any(
+        isinstance(v, (Mapping, list)) for v in conditions.values()
+    ):
+        raise _fail(
+            path, f"{where}, key where", "expected a mapping of summary-row fields to plain values"
+        )
+    info = {
+        k: raw[k]
+        for k in ("paper", "table", "citation", "source", "note", "confirmed_by")
+        if raw.get(k) is not None
+    }
+    return Entry(
+        kind=kind,
+        origin=f"{path} entry {index}",
+        # A paper's numbers are reproduced by the study of the same name unless the entry says otherwise.
+        study=str(raw.get("study") or raw.get("paper")),
+        dataset=raw["dataset"],
+        variant=raw["variant"],
+        measure=raw["measure"],
+        value=float(raw["value"]),
+        tolerance=float(tolerance),
+        max_length=max_length,
+        model=raw.get("model"),
+        where=dict(conditions),
+        info=info,
+    )
+
+
+def load_matrix(path: str | os.PathLike[str]) -> list[Entry]:
+    """Read and validate one matrix file (``kind``, ``tolerance``, ``entries``).
+
+    Args:
+        path: a YAML file such as ``studies/published.yaml``.
+
+    Returns:
+        Its entries, in file order.
+
+    Raises:
+        FormatError: naming the file, the entry index and the key at fault (unknown or missing
+            key, unknown measure, a value outside [0, 1], a condition listed twice, ...).
+
+    Example:
+        >>> [e.measure for e in load_matrix("studies/published.yaml")][:2]  # doctest: +SKIP
+        ['MAP', 'MRR']
+    """
+    path = Path(path)
+    try:
+        document = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise FormatError(path, None, "matrix file does not exist") from None
+    except yaml.YAMLError as exc:
+        raise FormatError(path, None, f"invalid YAML: {exc}") from None
+    if not isinstance(document, Mapping):
+        raise FormatError(path, None, f"expected a mapping with keys {', '.join(FILE_KEYS)}")
+    for key in document:
+        if key not in FILE_KEYS:
+            raise _fail(
+                path, f"key {key}", f"unknown top-level key (allowed: {', '.join(FILE_KEYS)})"
+            )
+    kind = document.get("kind")
+    if kind not in KINDS:
+        raise _fail(path, "key kind", f"expected one of {', '.join(KINDS)}, got {kind!r}")
+    tolerance = document.get("tolerance", DEFAULT_TOLERANCE[kind])
+    if not _number(tolerance) or tolerance < 0:
+        raise _fail(path, "key tolerance", f"expected a number >= 0, got {tolerance!r}")
+    raw_entries = document.get("entries") or []
+    if not isinstance(raw_entries, list):
+        raise _fail(path, "key entries", "expected a list of entries")
+    entries: list[Entry] = []
+    seen: dict[tuple, int] = {}
+    for index, raw in enumerate(raw_entries):
+        entry = _check_entry(path, index, raw, kind, float(tolerance))
+        key = (
+            entry.study,
+            entry.dataset,
+            entry.variant,
+            entry.max_length,
+            entry.model,
+            tuple(sorted(entry.where.items())),
+            entry.measure,
+        )
+        if key in seen:
+            raise _fail(
+                path,
+                f"entry {index}",
+                f"same condition and measure as entry {seen[key]} ({entry.condition}, {entry.measure})",
+            )
+        seen[key] = index
+        entries.append(entry)
+    return entries
+
+
+def load_summaries(paths: Iterable[str | os.PathLike[str]]) -> list[dict[str, Any]]:
+    """The rows of finished studies' ``summary.json`` files, each with its ``study``.
+
+    A row without a ``study`` field (a summary written before rows carried it) takes the
+    summary's ``title``, which is the study name.
+
+    Raises:
+        FormatError: a file that is missing or not a summary (``title`` and ``rows``).
+    """
+    rows: list[dict[str, Any]] = []
+    for path in paths:
+        try:
+            document = read_json(path)
+        except FileNotFoundError:
+            raise FormatError(
+                path, None, "summary file does not exist (run the study first)"
+            ) from None
+        if (
+            not isinstance(document, Mapping)
+            or not isinstance(document.get("rows"), list)
+            or "title" not in document
+        ):
+            raise FormatError(path, None, "not a reranklab summary.json: needs 'title' and 'rows'")
+        for index, row in enumerate(document["rows"]):
+            if not isinstance(row, Mapping) or not {"dataset", "variant"} <= set(row):
+                raise FormatError(path, None, f"rows[{index}]: needs 'dataset' and 'variant'")
+            rows.append(
+                {**row, "study": row.get("study") or document["title"], "summary": str(path)}
+            )
+    return rows
+
+
+# -- grading ------------------------------------------------------------------------------------
+
+
+def _row_name(row: Mapping[str, Any]) -> str:
+    length = row.get("max_length")
+    return f"{row['dataset']}/{row['variant']}" + ("" if length is None else f"/L{length}")
+
+
+def _matches(entry: Entry, row: Mapping[str, Any]) -> bool:
+    if (row["dataset"], row["variant"]) != (entry.dataset, entry.variant):
+        return False
+    if entry.max_length is not None and row.get("max_length") != entry.max_length:
+        return False
+    # The model names the encoder of a re-ranker; a first-stage row has none.
+    if entry.model is not None and not row.get("first_stage") and row.get("encoder") != entry.model:
+        return False
+    return all(row.get(key) == value for key, value in entry.where.items())
+
+
+def grade_entry(entry: Entry, rows: Sequence[Mapping[str, Any]]) -> Grade:
+    """Grade one entry against the rows of the given summaries (see the module docstring).
+
+    Example:
+        >>> e = Entry("expected", "x entry 0", "qs", "sample", "bm25", "MAP", 0.49, 0.01)
+        >>> grade_entry(e, [{"study": "qs", "dataset": "sample", "variant": "bm25", "MAP": 0.495}]).status
+        'OK'
+    """
+    in_study = [row for row in rows if row.get("study") == entry.study]
+    if not in_study:
+        return Grade(entry, NOT_RUN, reason=f"study {entry.study} is not in the given summaries")
+    matched = [row for row in in_study if _matches(entry, row)]
+    if not matched:
+        near = sorted(
+            {
+                f"{_row_name(r)} ({r.get('encoder') or 'no encoder'})"
+                for r in in_study
+                if (r["dataset"], r["variant"]) == (entry.dataset, entry.variant)
+            }
+        )
+        reason = f"no row of study {entry.study} matches" + (
+            f"; it ran {', '.join(near)}" if near else ""
+        )
+        return Grade(entry, NOT_RUN, reason=reason)
+    if len(matched) > 1:
+        names = ", ".join(_row_name(r) for r in matched)
+        return Grade(
+            entry,
+            FAIL,
+            reason=f"ambiguous: {len(matched)} rows match ({names}); pin max_length, model or where",
+        )
+    row = matched[0]
+    measured = row.get(entry.measure)
+    if measured is None:
+        return Grade(
+            entry,
+            NOT_RUN,
+            row=_row_name(row),
+            reason=f"the summary has no {entry.measure} for this row",
+        )
+    diff = float(measured) - entry.value
+    status = OK if abs(diff) <= entry.tolerance + EPSILON else FAIL
+    return Grade(entry, status, measured=float(measured), diff=diff, row=_row_name(row))
+
+
+def grade(
+    entries: Sequence[Entry], rows: Sequence[Mapping[str, Any]], study: str | None = None
+) -> list[Grade]:
+    """Grade every entry (or those of ``study``) against the rows, in matrix order.
+
+    Raises:
+        ConfigError: ``study`` is given but no entry belongs to it.
+    """
+    if study is not None:
+        selected = [e for e in entries if e.study == study]
+        if not selected:
+            known = ", ".join(sorted({e.study for e in entries})) or "none"
+            raise ConfigError(
+                f"--study {study}: no entry of the matrix belongs to it (studies: {known})"
+            )
+        entries = selected
+    return [grade_entry(entry, rows) for entry in entries]
+
+
+def counts(grades: Sequence[Grade]) -> dict[str, int]:
+    """``{"OK": n, "FAIL": n, "NOT RUN": n}``."""
+    return {status: sum(g.status == status for g in grades) for status in (OK, FAIL, NOT_RUN)}
+
+
+# -- rendering ----------------------------------------------------------------------------------
+
+
+def _num(value: float | None, signed: bool = False) -> str:
+    if value is None:
+        return "–"
+    return f"{value:+.4f}" if signed else f"{value:.4f}"
+
+
+def _tally(grades: Sequence[Grade]) -> str:
+    return ", ".join(f"{n} {status}" for status, n in counts(grades).items())
+
+
+def format_text(grades: Sequence[Grade]) -> str:
+    """One line per entry: status, condition, measure, value, measured, difference, why."""
+    lines = []
+    for g in grades:
+        e = g.entry
+        text = f"{g.status:<7}  {e.kind:<9}  {e.condition}  {e.measure} {e.value:.4f}"
+        if g.measured is not None:
+            text += f"  measured {g.measured:.4f}  diff {g.diff:+.4f}  (tolerance {e.tolerance:g})"
+        if g.reason:
+            text += f"  ({g.reason})"
+        lines.append(text)
+    lines.append(f"{len(grades)} entries: {_tally(grades)}")
+    return "\n".join(lines) + "\n"
+
+
+def format_markdown(grades: Sequence[Grade], title: str = "Reproduction matrix") -> str:
+    """The Markdown table of ``results/regression.md``."""
+    header = [
+        "status",
+        "kind",
+        "study",
+        "dataset",
+        "variant",
+        "max length",
+        "model",
+        "measure",
+        "value",
+        "measured",
+        "diff",
+        "tolerance",
+        "reference",
+        "note",
+    ]
+    lines = [
+        f"# {title}",
+        "",
+        f"{len(grades)} entries: {_tally(grades)}.",
+        "",
+        "| " + " | ".join(header) + " |",
+        "|" + "|".join(["---"] * 8 + ["---:"] * 4 + ["---"] * 2) + "|",
+    ]
+    for g in grades:
+        e = g.entry
+        note = "; ".join(x for x in (g.reason, str(e.info.get("note", ""))) if x)
+        cells = [
+            f"**{g.status}**" if g.status == FAIL else g.status,
+            e.kind,
+            e.study,
+            e.dataset,
+            e.variant,
+            "–" if e.max_length is None else str(e.max_length),
+            e.model or "–",
+            e.measure,
+            _num(e.value),
+            _num(g.measured),
+            _num(g.diff, signed=True),
+            f"{e.tolerance:g}",
+            e.reference,
+            note,
+        ]
+        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    lines += [
+        "",
+        "OK: within the tolerance; FAIL: outside it, or the entry matches several rows; "
+        "NOT RUN: no given summary holds the condition (e.g. a study that needs a GPU).",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def to_json(grades: Sequence[Grade]) -> dict[str, Any]:
+    """``{"counts": {...}, "entries": [...]}`` for programs."""
+    return {
+        "counts": counts(grades),
+        "entries": [
+            {
+                "status": g.status,
+                "kind": g.entry.kind,
+                "origin": g.entry.origin,
+                "study": g.entry.study,
+                "dataset": g.entry.dataset,
+                "variant": g.entry.variant,
+                "max_length": g.entry.max_length,
+                "model": g.entry.model,
+                "where": dict(g.entry.where),
+                "measure": g.entry.measure,
+                "value": g.entry.value,
+                "tolerance": g.entry.tolerance,
+                "measured": g.measured,
+                "diff": g.diff,
+                "row": g.row,
+                "reason": g.reason,
+                **dict(g.entry.info),
+            }
+            for g in grades
+        ],
+    }
