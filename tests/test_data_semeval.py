@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import zipfile
@@ -11,7 +12,8 @@ from typing import Any
 import pytest
 
 from reranklab.data import get_dataset
-from reranklab.data.download import fetch_dataset
+from reranklab.data.base import RawFile
+from reranklab.data.download import fetch_dataset, sha256_of
 from reranklab.data.semeval import (
     DEV,
     TEST,
@@ -31,6 +33,11 @@ FIXTURES = Path(__file__).parent / "fixtures"
 TRAIN_QIDS = ["Q101_R1", "Q101_R4", "Q205_R2", "Q3001_R1", "Q3101_R1", "Q3201_R1"]
 
 
+def _small(files: tuple[RawFile, ...]) -> list[RawFile]:
+    # The fixtures are small stand-ins for the real files: their declared checksums cannot hold.
+    return [dataclasses.replace(f, size=None, sha256=None) for f in files]
+
+
 @pytest.fixture(scope="module")
 def mirror(tmp_path_factory: pytest.TempPathFactory) -> Path:
     # semeval2017 needs the 2016 training and dev files as well: its mirror folder holds both.
@@ -47,7 +54,7 @@ def prepared(request: pytest.FixtureRequest, mirror: Path, tmp_path_factory: pyt
     base = tmp_path_factory.mktemp(name)
     # semeval2016 reads the fixture folder itself as its mirror.
     source = FIXTURES if name == "semeval2016" else mirror
-    manifest = fetch_dataset(get_dataset(name), base / "raw", str(source), progress=False)
+    manifest = fetch_dataset(get_dataset(name), base / "raw", str(source), files=_small(get_dataset(name).files), progress=False)
     stats = get_dataset(name).prepare(base / "raw", base / "prepared")
     return {"name": name, "raw": base / "raw", "out": base / "prepared", "manifest": manifest, "stats": stats}
 
@@ -106,7 +113,7 @@ def test_files_come_out_of_the_official_zips(tmp_path: Path) -> None:
         with zipfile.ZipFile(folder / spec.url.rsplit("/", 1)[1], "a") as archive:
             archive.write(FIXTURES / "semeval2016" / spec.name, spec.member)
     assert sorted(p.name for p in folder.iterdir()) == ["semeval2016-task3-cqa-ql-traindev-v3.2.zip", "semeval2016_task3_test.zip"]
-    manifest = fetch_dataset(SemEval2016(), tmp_path / "raw", str(tmp_path / "mirror"), progress=False)
+    manifest = fetch_dataset(SemEval2016(), tmp_path / "raw", str(tmp_path / "mirror"), files=_small(SemEval2016.files), progress=False)
     assert manifest["files"][-1]["source"] == (
         "mirror:semeval2016/semeval2016_task3_test.zip!SemEval2016_task3_test/English/SemEval2016-Task3-CQA-QL-test-subtaskA.xml"
     )
@@ -217,6 +224,36 @@ def test_options_are_checked(tmp_path: Path) -> None:
         SemEval2016().parse(tmp_path, {"test": "2017"})
     with pytest.raises(DownloadError, match=r"train-part1-subtaskA.xml: missing; run the download step for semeval2016 first"):
         SemEval2016().parse(tmp_path, {})
+
+
+@pytest.mark.parametrize("corruption", ["one byte flipped", "same size, other bytes"])
+def test_a_corrupted_mirror_copy_is_refused(tmp_path: Path, corruption: str) -> None:
+    [spec] = SemEval2016().raw_files({}, ["dev"])
+    assert spec.name == DEV and spec.size is not None and spec.sha256 is not None
+    if corruption == "one byte flipped":
+        data = bytearray(_shared_dev().read_bytes())
+        data[len(data) // 2] ^= 0x20
+    else:
+        data = bytearray(b"<" * spec.size)
+    mirror = tmp_path / "mirror" / "semeval2016"
+    mirror.mkdir(parents=True)
+    (mirror / DEV).write_bytes(data)
+    with pytest.raises(DownloadError) as error:
+        fetch_dataset(SemEval2016(), tmp_path / "raw", str(tmp_path / "mirror"), files=[spec], progress=False)
+    message = str(error.value)
+    assert message.startswith(f"{DEV}: sha256 mismatch: expected {spec.sha256}, got {sha256_of(mirror / DEV)}")
+    assert str(mirror / DEV) in message
+    assert not (tmp_path / "raw" / DEV).exists()
+
+
+@pytest.mark.mirror
+def test_declared_checksums_match_the_real_files() -> None:
+    folder = _shared_dev().parent
+    declared = [f for f in SemEval2016.files if f.sha256 is not None]
+    assert sorted(f.name for f in declared) == sorted([DEV, TRAIN_2016[1], TRAIN_2015[0], TRAIN_2015[1]])
+    for spec in declared:
+        path = folder / spec.name
+        assert (path.stat().st_size, sha256_of(path)) == (spec.size, spec.sha256), spec.name
 
 
 SHARED_DEV = Path(__file__).resolve().parents[1].parent / "shared" / "datasets" / "semeval2016" / DEV

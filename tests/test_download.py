@@ -237,6 +237,34 @@ def test_resolve_mirror_env_wins(monkeypatch: pytest.MonkeyPatch) -> None:
     assert resolve_mirror("cfg") == "cfg"
 
 
+def test_a_file_without_published_checksum_is_trusted_on_first_use_only(tmp_path: Path) -> None:
+    mirror = tmp_path / "mirror"
+    (mirror / "fake").mkdir(parents=True)
+    original, corrupt = b"first copy\n", b"other copy\n"  # same size: only the sha256 tells
+    (mirror / "fake" / "b.txt").write_bytes(original)
+    raw = tmp_path / "raw"
+    dataset = FakeDataset(RawFile("b.txt", "https://example.invalid/b.txt"))
+    manifest = fetch_dataset(dataset, raw, str(mirror), **FAST)  # the first fetch records it
+    assert manifest["files"][0]["sha256"] == sha(original)
+
+    # Gone from raw/, and the mirror now holds another copy: refused, both digests named.
+    (raw / "b.txt").unlink()
+    (mirror / "fake" / "b.txt").write_bytes(corrupt)
+    with pytest.raises(DownloadError) as error:
+        fetch_dataset(dataset, raw, str(mirror), **FAST)
+    message = str(error.value)
+    assert message.startswith(f"b.txt: sha256 mismatch: expected {sha(original)}, got {sha(corrupt)}")
+    assert f"what {raw / 'manifest.json'} recorded when it was first fetched" in message
+    assert not (raw / "b.txt").exists()
+
+    # An altered file in raw/ is fetched again from a mirror that still has the first copy.
+    (mirror / "fake" / "b.txt").write_bytes(original)
+    fetch_dataset(dataset, raw, str(mirror), **FAST)
+    (raw / "b.txt").write_bytes(corrupt)
+    manifest = fetch_dataset(dataset, raw, str(mirror), **FAST)
+    assert (raw / "b.txt").read_bytes() == original and manifest["files"][0]["sha256"] == sha(original)
+
+
 # -- already present, package, manual ---------------------------------------------------------
 
 

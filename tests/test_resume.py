@@ -4,7 +4,11 @@ killed with SIGKILL mid-epoch that resumes to the very same model as an uninterr
 from __future__ import annotations
 
 import contextlib
+import errno
+import hashlib
+import io
 import json
+import logging
 import os
 import shutil
 import signal
@@ -18,13 +22,19 @@ from torch import nn
 
 from reranklab.errors import ReranklabError
 from reranklab.io import write_run
+from reranklab.models.tiny import build_tiny_bert
+from reranklab.training import checkpoint
 from reranklab.training.checkpoint import (
     MANIFEST_FILE,
     STATE_FILE,
+    DigestCache,
     FileCheckpointer,
+    checkpointer_for,
     fingerprint,
+    fingerprint_parts,
     list_checkpoints,
     read_manifest,
+    save_state,
 )
 from reranklab.training.inference import rerank
 from reranklab.training.trainer import TrainState, linear_schedule, make_optimizer, train_model
@@ -158,6 +168,73 @@ def test_fingerprint_covers_settings_and_inputs_not_operational_keys(tmp_path):
     assert base != fingerprint(cell, [examples])
 
 
+def test_a_deterministic_fingerprint_holds_the_pinned_thread_count():
+    def cell(deterministic: bool, threads: int) -> dict:
+        return {"seed": 1, "training": {"deterministic": deterministic, "threads": threads}}
+
+    assert fingerprint(cell(True, 0)) == fingerprint(cell(True, 1))  # 0 pins one thread
+    assert fingerprint(cell(True, 1)) != fingerprint(cell(True, 2))  # another model
+    assert fingerprint(cell(False, 1)) == fingerprint(cell(False, 2))  # only speed
+
+
+def test_the_fingerprint_covers_the_encoders_files_by_content(tmp_path, monkeypatch):
+    from huggingface_hub import constants
+
+    local = tmp_path / "bert"
+    for name, data in (("config.json", b"{}"), ("model.safetensors", b"w1"), ("vocab.txt", b"a"), ("README.md", b"x")):
+        (local / name).parent.mkdir(parents=True, exist_ok=True)
+        (local / name).write_bytes(data)
+    parts = fingerprint_parts({"training": {"encoder": str(local)}})
+    assert sorted(parts) == ["encoder config.json", "encoder model.safetensors", "encoder vocab.txt", "settings"]
+    (local / "README.md").write_text("docs")  # not read by the model: no change
+    assert fingerprint_parts({"training": {"encoder": str(local)}}) == parts
+    (local / "vocab.txt").write_text("b")  # the tokenizer is
+    assert fingerprint_parts({"training": {"encoder": str(local)}})["encoder vocab.txt"] != parts["encoder vocab.txt"]
+
+    # A hub id: the files of its snapshot in the local cache (offline), as transformers loads them.
+    cache = tmp_path / "hub"
+    snapshot = cache / "models--org--tiny" / "snapshots" / ("0" * 40)
+    shutil.copytree(local, snapshot)
+    (cache / "models--org--tiny" / "refs").mkdir()
+    (cache / "models--org--tiny" / "refs" / "main").write_text("0" * 40)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(cache))
+    hub = fingerprint_parts({"training": {"encoder": "org/tiny"}})
+    assert hub["encoder model.safetensors"] == hashlib.sha256(b"w1").hexdigest()
+    assert list(fingerprint_parts({"training": {"encoder": "org/not-downloaded"}})) == ["settings"]
+
+
+def test_input_digests_are_remembered_until_the_file_changes(tmp_path):
+    weights = tmp_path / "model.safetensors"
+    weights.write_bytes(b"a" * 1000)
+    cache = DigestCache(tmp_path / "digests.json")
+    first = cache.sha256(weights)
+    cache.save()
+    again = DigestCache(tmp_path / "digests.json")  # a resumed job: nothing is hashed again
+    assert again.sha256(weights) == first and again.hashed == 0
+    # Rewritten in place, same size, its old mtime put back: the ctime still tells.
+    before = weights.stat()
+    weights.write_bytes(b"b" * 1000)
+    os.utime(weights, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert again.sha256(weights) != first and again.hashed == 1
+
+
+class _FillsUp(io.BytesIO):
+    """A file on a disk that is full after 4 KiB."""
+
+    def write(self, data) -> int:
+        if self.tell() + len(memoryview(data)) > 4096:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return super().write(data)
+
+
+def test_a_failed_state_write_reports_the_systems_reason():
+    with pytest.raises(RuntimeError, match="unexpected pos"):  # all torch.save itself says
+        torch.save({"weights": torch.zeros(100_000)}, _FillsUp())
+    with pytest.raises(OSError) as error:
+        save_state({"weights": torch.zeros(100_000)}, _FillsUp())
+    assert error.value.errno == errno.ENOSPC
+
+
 # -- a real training job, killed and resumed -------------------------------------------------
 
 
@@ -282,3 +359,94 @@ def test_snakemake_unlock_and_rerun_incomplete_resume_the_killed_job(toy, repo, 
         assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
     log_text = (tmp_path / "results/logs/train/sample/pointwise-L32/fold0.log").read_text()
     _check_resumed(toy, tmp_path / target, steps, log_text, checkpoints, tmp_path)
+
+
+# -- what a job does when its inputs change or its disk is full --------------------------------
+
+
+def _toy_job(tmp_path: Path, bert: Path, every: int = 5) -> tuple[dict, Path, Path]:
+    """A short deterministic job (2 epochs of 8 steps) and its examples and checkpoint dir."""
+    cell = toy_cell("pointwise", bert, epochs=2, learning_rate=3e-3, deterministic=True, threads=1)
+    return cell, write_examples(tmp_path / "examples.parquet", "pointwise"), tmp_path / "checkpoints"
+
+
+def _weights(model_dir: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(model_dir.glob("*.safetensors"))}
+
+
+def test_an_encoder_changed_in_place_starts_the_job_over(tmp_path, caplog):
+    words = list(QUERIES.values()) + list(CORPUS.values())
+    bert = build_tiny_bert(tmp_path / "bert", words, seed=0)
+    cell, examples, checkpoints = _toy_job(tmp_path, bert)
+
+    def job(out: Path) -> tuple[dict, FileCheckpointer]:
+        ckpt = checkpointer_for(cell, checkpoints, [examples], every=5, keep=2, delete_when_done=False)
+        return train_model(cell, examples, QUERIES, CORPUS, out, checkpointer=ckpt, progress=False), ckpt
+
+    job(tmp_path / "old")  # leaves its checkpoints (steps 10 and 15 of 16), as a killed job would
+    assert [read_manifest(p)["global_step"] for p in list_checkpoints(checkpoints)] == [10, 15]
+
+    # Other weights in place: same path, shapes, size, tokenizer, and the old mtime put back.
+    weights = bert / "model.safetensors"
+    before = weights.stat()
+    build_tiny_bert(bert, words, seed=1)
+    os.utime(weights, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert weights.stat().st_size == before.st_size
+
+    caplog.set_level(logging.INFO, logger="reranklab.training.checkpoint")
+    stats, ckpt = job(tmp_path / "new")
+    assert ckpt.resumed_from is None and stats["resumed_from_step"] == 0
+    assert "encoder model.safetensors changed (sha256" in caplog.text  # the log says why
+    reference = tmp_path / "reference"  # the new encoder, trained without any checkpoint
+    train_model(cell, examples, QUERIES, CORPUS, reference, progress=False)
+    assert _weights(tmp_path / "new") == _weights(reference) != _weights(tmp_path / "old")
+
+
+def test_a_checkpoint_that_cannot_be_written_is_skipped_and_training_goes_on(tmp_path, toy, monkeypatch, caplog):
+    cell, examples, checkpoints = _toy_job(tmp_path, toy["bert"])
+    real_write = checkpoint.write_state
+
+    def disk_full_at_step_10(payload, path):
+        if ".step-00000010." in str(path):  # the disk fills up while this one is written
+            Path(path).write_bytes(b"PK\x03\x04 a torn")
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+        real_write(payload, path)
+
+    monkeypatch.setattr(checkpoint, "write_state", disk_full_at_step_10)
+    ckpt = checkpointer_for(cell, checkpoints, [examples], every=5, keep=2, delete_when_done=False)
+    stats = train_model(cell, examples, QUERIES, CORPUS, tmp_path / "model", checkpointer=ckpt, progress=False)
+
+    assert stats["steps"] == 16 and (tmp_path / "model" / "train_stats.json").is_file()
+    assert (ckpt.written, ckpt.failed) == ([5, 8, 15], [10])
+    assert "checkpoint at step 10 NOT written" in caplog.text and "No space left on device [ENOSPC]" in caplog.text
+    assert "the previous checkpoint step-00000008 is kept and training goes on" in caplog.text
+    # No torn checkpoint nor temporary directory is left; the one before the failure is intact.
+    assert sorted(p.name for p in checkpoints.iterdir()) == [".lock", "digests.json", "step-00000008", "step-00000015"]
+    assert read_manifest(checkpoints / "step-00000008")["global_step"] == 8
+    payload = torch.load(checkpoints / "step-00000008" / STATE_FILE, map_location="cpu", weights_only=True)
+    assert payload["position"]["global_step"] == 8
+
+
+def test_a_model_that_cannot_be_written_stops_with_a_clear_error(tmp_path, toy, monkeypatch, capsys):
+    from reranklab import cli
+    from reranklab.models import saved
+
+    def disk_full(module, path):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+
+    monkeypatch.setattr(saved, "save_tensors", disk_full)
+    monkeypatch.setenv("RERANKLAB_GPU_BINDING", "0")
+    cell, examples, checkpoints = _toy_job(tmp_path, toy["bert"])
+    out = tmp_path / "model"
+    code = cli.main([
+        "train", "--examples", str(examples), "--queries", str(toy["work"] / "queries.tsv"),
+        "--corpus", str(toy["work"] / "corpus.parquet"), "--out-dir", str(out), "--threads", "1",
+        "--checkpoint-dir", str(checkpoints), "--checkpoint-every", "5", "--params", json.dumps(cell),
+    ])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert f"cannot write the trained model to {out}: No space left on device" in err
+    assert "Traceback" not in err
+    assert not out.exists() and [p.name for p in out.parent.iterdir() if p.name.startswith(".model")] == []
+    # The checkpoints stay for the next run to resume from.
+    assert [read_manifest(p)["global_step"] for p in list_checkpoints(checkpoints)] == [10, 15]

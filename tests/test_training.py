@@ -8,6 +8,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+import torch
 
 from reranklab.errors import FormatError
 from reranklab.models.reranker import load_reranker
@@ -103,6 +104,22 @@ def test_training_is_seeded(toy_bert, tmp_path):
     other = train_model(dict(cell, seed=2), examples, QUERIES, CORPUS, tmp_path / "other", progress=False)
     assert other["loss_curve"] != first["loss_curve"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["examples.parquet", "model", "other"]
+
+
+def test_deterministic_training_does_not_depend_on_the_threads_it_is_given(toy_bert, tmp_path):
+    # torch splits CPU sums by thread count: deterministic mode pins it, whatever --threads
+    # (or snakemake --cores) gives the job, so 1 and 2 threads train the very same model.
+    examples = write_examples(tmp_path / "examples.parquet", "pointwise")
+    cell = toy_cell("pointwise", toy_bert, epochs=3, learning_rate=3e-3, deterministic=True, threads=0)
+    enabled = torch.are_deterministic_algorithms_enabled()
+    try:
+        stats = {n: train_model(cell, examples, QUERIES, CORPUS, tmp_path / f"t{n}", threads=n, progress=False) for n in (1, 2)}
+    finally:
+        torch.use_deterministic_algorithms(enabled)
+    assert stats[1]["threads"] == stats[2]["threads"] == 1
+    weights = {n: {p.name: p.read_bytes() for p in sorted((tmp_path / f"t{n}").glob("*.safetensors"))} for n in (1, 2)}
+    assert weights[1] and weights[1] == weights[2]
+    assert stats[1]["loss_curve"] == stats[2]["loss_curve"]
 
 
 def test_checkpointer_hooks_see_every_step_and_can_resume(toy_bert, tmp_path):

@@ -11,7 +11,9 @@ Each :class:`~reranklab.data.base.RawFile` is taken from the first source that h
 
 Every file is checked (size, then sha256, where known) before it is renamed onto its final
 path, so a failed or corrupt fetch never leaves a file there. ``raw/manifest.json`` is written
-last: a DAG step can take it as its output.
+last: a DAG step can take it as its output. A file with no published checksum is trusted on
+first use: the size and sha256 the manifest recorded when it was first fetched are checked on
+every later fetch, and a copy that differs is refused.
 
 Downloads go through ``raw/.download/<URL base name>`` (and ``.part`` while incomplete), the same
 name under which a mirror may hold an archive; the URLs of one dataset must differ in base name.
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import bz2
 import contextlib
+import dataclasses
 import gzip
 import hashlib
 import http.client
@@ -32,7 +35,6 @@ import posixpath
 import shutil
 import stat
 import tarfile
-import time
 import urllib.error
 import urllib.request
 import zipfile
@@ -41,11 +43,13 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
+import tenacity
 from tqdm import tqdm
 
 from reranklab.data.base import Dataset, RawFile
 from reranklab.errors import DownloadError
 from reranklab.io import atomic_path, read_json, write_json
+from reranklab.io.digest import sha256_of
 
 log = logging.getLogger(__name__)
 
@@ -74,20 +78,6 @@ def resolve_mirror(config_mirror: str | None) -> str | None:
         if value is not None and value.strip():
             return os.path.expanduser(value.strip())
     return None
-
-
-def sha256_of(path: str | os.PathLike[str]) -> str:
-    """Hex sha256 of a file, read in chunks.
-
-    Example:
-        >>> sha256_of("raw/wikiqa/WikiQA-dev.tsv")  # doctest: +SKIP
-        '023c530e742caca2a760d48bd249e13259248c11f3b880a4c1842aa259a30a54'
-    """
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(CHUNK), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def fetch_dataset(
@@ -134,15 +124,24 @@ def fetch_dataset(
     # Only the wanted files: a tar's other members are not extracted alongside them either.
     fetcher = _Fetcher(raw, mirror_dir, wanted, retries=retries, backoff=backoff, timeout=timeout, progress=progress)
     previous = _previous_sources(raw / MANIFEST)
+    recorded = _recorded_checks(raw / MANIFEST)
     entries: list[dict[str, Any]] = []
     manual_missing: list[RawFile] = []
     try:
         for spec in wanted:
+            pinned = _trust_on_first_use(spec, recorded.get(spec.name))
             try:
-                source = fetcher.fetch(spec)
+                source = fetcher.fetch(pinned)
             except _ManualMissing:
                 manual_missing.append(spec)
                 continue
+            except DownloadError as exc:
+                if pinned is spec or "mismatch" not in str(exc):
+                    raise
+                raise DownloadError(
+                    f"{exc}; no checksum is published for {spec.name}: the one expected is what {raw / MANIFEST}"
+                    " recorded when it was first fetched (remove its entry there to accept this copy)"
+                ) from None
             target = raw / spec.name
             if source == "present":
                 source = previous.get(spec.name, "present")
@@ -323,26 +322,29 @@ class _Fetcher:
     def _download(self, url: str, dest: Path, size: int | None, sha256: str | None, what: str, md5: str | None = None) -> None:
         """Download ``url`` to ``dest`` via ``<downloads>/<basename>.part``, resuming, then verify."""
         part = self.downloads / (_url_basename(url) + ".part")
-        last_error: Exception | None = None
-        for attempt in range(self.retries):
-            if attempt:
-                delay = self.backoff * 2 ** (attempt - 1)
-                log.warning("%s: attempt %d/%d failed (%s); retrying in %.1fs", url, attempt, self.retries, last_error, delay)
-                time.sleep(delay)
-            try:
-                complete = self._download_once(url, part, size)
-            except _Fatal as exc:
-                raise DownloadError(f"{what}: {exc} ({url}){_partial_note(part, fatal=True)}") from None
-            except (urllib.error.URLError, http.client.HTTPException, ConnectionError, TimeoutError) as exc:
-                last_error = exc
-                continue
-            if complete:
-                break
-            last_error = ConnectionError("connection closed before the end of the file")
-        else:
+
+        def warn(state: tenacity.RetryCallState) -> None:
+            error = state.outcome.exception() if state.outcome else None
+            delay = state.next_action.sleep if state.next_action else 0.0
+            log.warning("%s: attempt %d/%d failed (%s); retrying in %.1fs", url, state.attempt_number, self.retries, error, delay)
+
+        # Each attempt is a whole request that resumes from the .part (a body cut half-way is
+        # retried too, which urllib3's Retry, retrying a request before its body, does not do).
+        retrying = tenacity.Retrying(
+            retry=tenacity.retry_if_exception_type(_TRANSIENT),
+            stop=tenacity.stop_after_attempt(self.retries),
+            wait=tenacity.wait_exponential(multiplier=self.backoff),  # backoff, 2x, 4x, ...
+            before_sleep=warn,
+            reraise=True,
+        )
+        try:
+            retrying(self._download_once, url, part, size)
+        except _Fatal as exc:
+            raise DownloadError(f"{what}: {exc} ({url}){_partial_note(part, fatal=True)}") from None
+        except _TRANSIENT as exc:
             # Say what is really left: a .part may never have been created (no connection), or
             # been discarded by the last attempt (stale, or resumed at the wrong byte).
-            raise DownloadError(f"{what}: download of {url} failed after {self.retries} attempts: {last_error}{_partial_note(part)}")
+            raise DownloadError(f"{what}: download of {url} failed after {self.retries} attempts: {exc}{_partial_note(part)}") from None
         problem = _check(part, size, sha256, md5)
         if problem is not None:
             # A complete but wrong file cannot be resumed into a right one: start over next time.
@@ -350,11 +352,17 @@ class _Fetcher:
             raise DownloadError(f"{what}: {problem} (downloaded from {url}); the download was discarded")
         shutil.move(part, dest)
 
-    def _download_once(self, url: str, part: Path, size: int | None) -> bool:
-        """One request; appends to ``part``. True when the file is complete."""
+    def _download_once(self, url: str, part: Path, size: int | None) -> None:
+        """One request; appends to ``part``.
+
+        Raises:
+            _Fatal: an HTTP answer that retrying will not change.
+            ConnectionError and the other ``_TRANSIENT`` errors: worth another attempt (the
+                file is not complete yet).
+        """
         offset = part.stat().st_size if part.exists() else 0
         if size is not None and offset == size:
-            return True  # a previous run got every byte; only the checks are left
+            return  # a previous run got every byte; only the checks are left
         if size is not None and offset > size:
             part.unlink()
             offset = 0
@@ -368,7 +376,7 @@ class _Fetcher:
             if exc.code == 416 and offset:
                 # Range not satisfiable: either the .part is already whole, or it is stale.
                 if size is None or offset == size:
-                    return True
+                    return
                 part.unlink()
                 raise urllib.error.URLError("stale partial file discarded") from None
             if exc.code in _RETRY_HTTP:
@@ -400,11 +408,16 @@ class _Fetcher:
                     out.write(block)
                     received += len(block)
                     bar.update(len(block))
-        return expected is None or received >= expected
+        if expected is not None and received < expected:
+            raise ConnectionError("connection closed before the end of the file")
 
 
 class _Fatal(Exception):
     """An HTTP failure that retrying will not fix (404, 403, ...)."""
+
+
+# Failures another attempt may get past (HTTPError, for the codes of _RETRY_HTTP, is a URLError).
+_TRANSIENT = (urllib.error.URLError, http.client.HTTPException, ConnectionError, TimeoutError)
 
 
 def _partial_note(part: Path, fatal: bool = False) -> str:
@@ -720,6 +733,24 @@ def _previous_sources(manifest: Path) -> dict[str, str]:
         return {entry["name"]: entry["source"] for entry in data.get("files", [])}
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return {}
+
+
+def _recorded_checks(manifest: Path) -> dict[str, dict[str, Any]]:
+    # What an earlier fetch recorded of each file: its size and sha256.
+    try:
+        return {entry["name"]: entry for entry in read_json(manifest).get("files", []) if isinstance(entry, dict)}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return {}
+
+
+def _trust_on_first_use(spec: RawFile, recorded: Mapping[str, Any] | None) -> RawFile:
+    """``spec`` with the size and sha256 recorded at its first fetch, when none is published."""
+    if spec.sha256 or spec.md5 or not recorded:
+        return spec
+    sha256, size = recorded.get("sha256"), recorded.get("size")
+    if not (isinstance(sha256, str) and len(sha256) == 64 and isinstance(size, int)):
+        return spec
+    return dataclasses.replace(spec, sha256=sha256, size=spec.size if spec.size is not None else size)
 
 
 def _manual_message(dataset: Dataset, missing: list[RawFile], raw: Path, mirror: str | None) -> str:

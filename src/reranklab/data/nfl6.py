@@ -20,6 +20,10 @@ Items whose question or best answer is empty are left out (counted in ``skipped_
 answers with the same text as a question's own best answer are not relevant to it: they count in
 ``questions_with_duplicate_answer_text``.
 
+Checksum: the size and sha256 of ``nfL6.json.gz`` are those Hugging Face ``datasets`` publishes
+for its URL (``datasets/yahoo_answers_qa/dataset_infos.json``, ``download_checksums``: 49,411,220
+bytes, 87,362 items); CIIR publishes none.
+
 nfL6 takes no options.
 """
 
@@ -35,13 +39,16 @@ from tqdm import tqdm
 from reranklab.data._parsing import iter_json_array, read_text
 from reranklab.data.base import Dataset, Prepared, Protocol, RawFile
 from reranklab.data.registry import register_dataset
-from reranklab.errors import ConfigError, DownloadError, FormatError
+from reranklab.errors import DownloadError, FormatError
 from reranklab.io import Qrels
 
 log = logging.getLogger(__name__)
 
 RAW_FILE = "nfL6.json.gz"
 URL = "https://ciir.cs.umass.edu/downloads/nfL6/nfL6.json.gz"
+# Published by Hugging Face datasets for this URL (yahoo_answers_qa/dataset_infos.json).
+SIZE = 49_411_220
+SHA256 = "527ff8a1d898dfbb500e373f102a0e8f2d206dcb2c75c187d59902c3688b4ff3"
 _TEXT_FIELDS = ("id", "question", "answer")
 
 
@@ -138,7 +145,7 @@ class NFL6(Dataset):
         "Daniel Cohen and W. Bruce Croft. 2016. End to End Long Short Term Memory Networks for "
         "Non-Factoid Question Answering. In Proceedings of ICTIR 2016, pages 143-146."
     )
-    files = (RawFile(name=RAW_FILE, url=URL),)
+    files = (RawFile(name=RAW_FILE, url=URL, size=SIZE, sha256=SHA256),)
     # From the official file (its README says 87,361 questions); shown until the data is prepared.
     counts = {"items": 87_362}
     protocol = Protocol(
@@ -164,8 +171,7 @@ class NFL6(Dataset):
             >>> stats["judgements"] == stats["queries"] == stats["passages"]  # doctest: +SKIP
             True
         """
-        if options:
-            raise ConfigError(f"protocol.{self.name}.options: nfL6 takes no options, got {sorted(options)}")
+        self.read_options(options)
         path = Path(raw_dir) / RAW_FILE
         if not path.is_file():
             raise DownloadError(f"{path}: missing; run the download step for {self.name} first")

@@ -35,6 +35,14 @@ Canonical form: qid ``RELQ_ID`` → subject and body joined by a space; pid ``RE
 text (whitespace collapsed); qrels Good 1, PotentiallyUseful and Bad 0; pool in thread order (the
 chronological baseline of the task); split train / dev / test in file order.
 
+Checksums: no size or checksum of these files or of their zips is published (not on the task
+pages, nor in ir_datasets or Hugging Face ``datasets``). The size and sha256 of the dev file,
+``train-part2`` and the 2015 train and dev files are declared from the copies checked here
+(they parse to the task's counts, and the chronological baseline on dev scores the scorer's
+0.5384); ``train-part1``, the 2015 test file and the 2016/2017 test files, which could not be
+checked, are verified by trust on first use: the download step records their sha256 in
+``raw/manifest.json`` when it first fetches them and refuses a later copy that differs.
+
 Options (``protocol.semeval2016.options`` / ``protocol.semeval2017.options``):
 
 - ``with_2015`` (bool, default true): add the three 2015 files to the training set (false:
@@ -48,13 +56,16 @@ from collections.abc import Collection, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from pydantic import Field
+
 from reranklab.data._parsing import iter_xml_elements, squash
 from reranklab.data.base import Dataset, Prepared, Protocol, RawFile
 from reranklab.data.registry import register_dataset
-from reranklab.errors import ConfigError, DownloadError, FormatError
+from reranklab.errors import DownloadError, FormatError
 from reranklab.evaluation.measures import MRR_AT_10, NDCG_AT_10, P_AT_1, Measure
 from reranklab.evaluation.protocol import Scoring
 from reranklab.io import Qrels, Run
+from reranklab.settings.base import DatasetOptions
 
 TRAINDEV_URL = "http://alt.qcri.org/semeval2016/task3/data/uploads/semeval2016-task3-cqa-ql-traindev-v3.2.zip"
 TEST_URLS = {
@@ -71,7 +82,15 @@ TEST = {2016: "SemEval2016-Task3-CQA-QL-test-subtaskA.xml", 2017: "SemEval2017-t
 LABELS = ("Good", "PotentiallyUseful", "Bad")
 RELEVANT = "Good"
 _STAT_KEYS = {"Good": "good", "PotentiallyUseful": "potentially_useful", "Bad": "bad"}
-DEFAULT_OPTIONS = {"with_2015": True}
+
+
+class SemEvalOptions(DatasetOptions):
+    """SemEval-2016/2017 Task 3's options: the training files."""
+
+    with_2015: bool = Field(
+        True, description="add the three 2015 files to the training set (false: train on train-part1 and train-part2 only)"
+    )
+
 
 
 class Comment(NamedTuple):
@@ -136,16 +155,6 @@ def read_threads(path: str | Path) -> Iterator[Thread]:
         yield Thread(qid, text, thread.line, tuple(comments))
 
 
-def _with_2015(options: dict[str, Any], dataset: str) -> bool:
-    unknown = sorted(set(options) - set(DEFAULT_OPTIONS))
-    if unknown:
-        raise ConfigError(f"protocol.{dataset}.options: unknown option(s) {unknown}; {dataset} takes {sorted(DEFAULT_OPTIONS)}")
-    value = options.get("with_2015", DEFAULT_OPTIONS["with_2015"])
-    if not isinstance(value, bool):
-        raise ConfigError(f"protocol.{dataset}.options.with_2015: expected true or false, got {value!r}")
-    return value
-
-
 class _Builder:
     """Accumulates threads over the files of the three splits, checking ids are unique."""
 
@@ -198,8 +207,21 @@ class _Builder:
         return Prepared(corpus=self.corpus, queries=self.queries, qrels=self.qrels, split=self.split, pool=self.pool, extra_stats=extra)
 
 
+# (size, sha256) of the files as in the v3.2 train/dev zip, from the copies in the shared
+# dataset mirror (github whiskeyromeo/CommunityQuestionAnswering, Data/; 244 questions and 2,440
+# comments in dev, 379 threads and 3,790 comments in train-part2). Nothing is published; the
+# files not listed are checked by trust on first use (see the module docstring).
+_CHECKSUMS = {
+    DEV: (998_329, "a93659ab2ea7373fde86959edbc76d5ed713dc0ca758852d136838f7e85102a6"),
+    TRAIN_2016[1]: (1_563_500, "2df4209306b54047849c3ba30d18413b4685b45d3700f4cdc17daa39e9ea4619"),
+    TRAIN_2015[0]: (809_680, "a26596cd9a220560c3bf1aee012e760697fc699b4d26cb489e1c3fc0e84b28ac"),
+    TRAIN_2015[1]: (667_017, "93417473e2f43c644fb6289525e1977f5c8d255f3bace6fbfbdf952e66c15f87"),
+}
+
+
 def _raw_file(name: str, url: str, folder: str) -> RawFile:
-    return RawFile(name=name, url=url, member=f"{folder}/{name}")
+    size, sha256 = _CHECKSUMS.get(name, (None, None))
+    return RawFile(name=name, url=url, member=f"{folder}/{name}", size=size, sha256=sha256)
 
 
 _TRAINDEV_FILES = (
@@ -217,6 +239,7 @@ class _SemEvalTask3(Dataset):
     """Subtask A of one SemEval edition: the shared 2016 training data, the edition's test set."""
 
     year: int
+    options_model = SemEvalOptions
 
     def parse(self, raw_dir: Path, options: dict[str, Any]) -> Prepared:
         """Parse the train, dev and test XML files from ``raw_dir``.
@@ -233,7 +256,7 @@ class _SemEvalTask3(Dataset):
             >>> SemEval2016().parse(Path("raw/semeval2016"), {"with_2015": True}).stats()["split"]["test"]  # doctest: +SKIP
             327
         """
-        with_2015 = _with_2015(options, self.name)
+        with_2015 = self.read_options(options).with_2015
         builder = self._read(Path(raw_dir), self._file_names(with_2015, None))
         return builder.prepared(with_2015)
 
@@ -244,7 +267,7 @@ class _SemEvalTask3(Dataset):
             >>> [f.name for f in SemEval2016().raw_files({}, ["dev"])]
             ['SemEval2016-Task3-CQA-QL-dev-subtaskA.xml']
         """
-        with_2015 = _with_2015({**self.protocol.options, **(options or {})}, self.name)
+        with_2015 = self.read_options(options).with_2015
         names = {name for files in self._file_names(with_2015, splits).values() for name in files}
         return tuple(spec for spec in self.files if spec.name in names)
 
@@ -256,7 +279,7 @@ class _SemEvalTask3(Dataset):
             >>> len(qids)  # doctest: +SKIP
             244
         """
-        with_2015 = _with_2015({**self.protocol.options, **(options or {})}, self.name)
+        with_2015 = self.read_options(options).with_2015
         builder = self._read(Path(raw_dir), self._file_names(with_2015, [split]))
         return self._split_of(builder.split, builder.qrels, split)
 
@@ -314,7 +337,7 @@ def _protocol() -> Protocol:
         negatives_per_positive="all",
         relevance_threshold=1,
         metrics=("MAP", "MRR"),
-        options=dict(DEFAULT_OPTIONS),
+        options=SemEvalOptions.defaults(),
     )
 
 

@@ -35,6 +35,14 @@ Canonical form:
 - split: train (TRAIN or TRAIN-ALL), dev, test, in file order; every question is kept (which of
   them count is the scoring's choice, not the data's).
 
+Checksums: the archive's MD5 is published (castorini/data) and checked when the archive is
+used; the members' sizes and sha256 are declared for TRAIN, DEV and TEST (checked here on copies
+of the release), so a mirror holding the plain files is verified too. Nothing is published for
+``train2393.cleanup.xml.gz`` (TRAIN-ALL) alone and no copy could be checked: taken from the
+archive it is covered by the archive's MD5; taken from a mirror as a plain file it is verified
+by trust on first use (its sha256 is recorded in ``raw/manifest.json`` when first fetched and a
+later copy that differs is refused).
+
 Options (``protocol.trecqa.options``):
 
 - ``train``: ``train_all`` (default, TRAIN-ALL as in BERTSel) or ``train`` (TRAIN).
@@ -46,14 +54,17 @@ import random
 import re
 from collections.abc import Collection, Iterator
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, ClassVar, Literal, NamedTuple
+
+from pydantic import Field
 
 from reranklab.data._parsing import read_text
 from reranklab.data.base import Dataset, Prepared, Protocol, RawFile
 from reranklab.data.registry import register_dataset
-from reranklab.errors import ConfigError, DownloadError, FormatError
+from reranklab.errors import DownloadError, FormatError
 from reranklab.evaluation.protocol import Scoring
 from reranklab.io import Qrels, Run
+from reranklab.settings.base import DatasetOptions
 
 ARCHIVE_URL = "http://cs.jhu.edu/~xuchen/packages/jacana-qa-naacl2013-data-results.tar.bz2"
 # MD5 of the archive as published with castorini/data (TrecQA/README.md); no sha256 is published.
@@ -65,7 +76,26 @@ RAW_FILES = {
     "dev": "dev-less-than-40.manual-edit.xml",
     "test": "test-less-than-40.manual-edit.xml",
 }
-OPTIONS = {"train": ("train_all", "train")}
+# (size, sha256) of the archive's members, from the copies of the jacana release in the shared
+# dataset mirror (TRAIN 94 questions / 4,718 pairs, DEV 82 / 1,148, TEST 100 / 1,517, as the
+# release's README counts them). No copy of TRAIN-ALL was at hand: it has none (see above).
+MEMBER_CHECKSUMS = {
+    RAW_FILES["train"]: (2_463_979, "8c36007a23b754807344f08b52bc1baeaa6fa5dc85b8ad49f340cc8acc438b66"),
+    RAW_FILES["dev"]: (610_306, "87f6ed5818fcb885dc8e8206c83cce658d7187118d1e093d841629a08d9291bc"),
+    RAW_FILES["test"]: (837_966, "fb96ee795015c98299fe78f1e697eb9e74789b1db6b1bbc0203416dedc0c467f"),
+}
+
+
+class TrecQAOptions(DatasetOptions):
+    """TrecQA's options: which training file."""
+
+    train: Literal["train_all", "train"] = Field(
+        "train_all", description="train_all = TRAIN-ALL, as in BERTSel; train = TRAIN, the manually judged part"
+    )
+    moved: ClassVar[dict[str, str]] = {
+        "test": "clean/raw is now the scoring protocol, not an option of the data: write protocol.trecqa.scoring: clean (default) or raw"
+    }
+
 LABELS = {"positive": 1, "negative": 0}
 _OPEN_BLOCK = re.compile(r"""<QApairs\s+id\s*=\s*(['"])(.*?)\1\s*>""")
 _ELEMENTS = ("question", *LABELS)
@@ -179,21 +209,6 @@ def pool_order(qid: str, candidates: tuple[Candidate, ...]) -> list[Candidate]:
     return ordered
 
 
-def _train_option(options: dict[str, Any]) -> str:
-    if "test" in options:
-        raise ConfigError(
-            "protocol.trecqa.options.test: clean/raw is now the scoring protocol, not an option of the data: "
-            "write protocol.trecqa.scoring: clean (default) or raw"
-        )
-    unknown = sorted(set(options) - set(OPTIONS))
-    if unknown:
-        raise ConfigError(f"protocol.trecqa.options: unknown option(s) {unknown}; TrecQA takes {sorted(OPTIONS)}")
-    value = options.get("train", OPTIONS["train"][0])
-    if value not in OPTIONS["train"]:
-        raise ConfigError(f"protocol.trecqa.options.train: {value!r} is not one of {list(OPTIONS['train'])}")
-    return value
-
-
 @register_dataset
 class TrecQA(Dataset):
     """TrecQA (jacana release) with its predefined split and its own candidates."""
@@ -212,7 +227,10 @@ class TrecQA(Dataset):
         "Extraction as Sequence Tagging with Tree Edit Distance. In Proceedings of NAACL-HLT 2013."
     )
     files = tuple(
-        RawFile(name=name, url=ARCHIVE_URL, member=f"{ARCHIVE_FOLDER}/{name}", archive_md5=ARCHIVE_MD5)
+        RawFile(
+            name=name, url=ARCHIVE_URL, member=f"{ARCHIVE_FOLDER}/{name}", archive_md5=ARCHIVE_MD5,
+            size=MEMBER_CHECKSUMS.get(name, (None, None))[0], sha256=MEMBER_CHECKSUMS.get(name, (None, None))[1],
+        )
         for name in RAW_FILES.values()
     )
     # TRAIN-ALL and the whole DEV and TEST files; `clean` counts 65 / 68 of their questions.
@@ -225,8 +243,9 @@ class TrecQA(Dataset):
         negatives_per_positive="all",
         relevance_threshold=1,
         metrics=("MAP", "MRR"),
-        options={"train": "train_all"},
+        options=TrecQAOptions.defaults(),
     )
+    options_model = TrecQAOptions
     scorings = (
         Scoring(
             "clean",
@@ -257,7 +276,7 @@ class TrecQA(Dataset):
             >>> TrecQA().parse(Path("raw/trecqa"), {"train": "train_all"}).stats()["split"]  # doctest: +SKIP
             {'train': 1229, 'dev': 82, 'test': 100}
         """
-        train = _train_option(options)
+        train = self.read_options(options).train
         builder = _Builder()
         for split, key in (("train", train), ("dev", "dev"), ("test", "test")):
             path = Path(raw_dir) / RAW_FILES[key]
@@ -298,7 +317,7 @@ class TrecQA(Dataset):
 
     def _file_keys(self, options: dict[str, Any], splits: Collection[str] | None) -> dict[str, str]:
         # split -> key of RAW_FILES, for the wanted splits (None or "all": all three).
-        train = _train_option(options)
+        train = self.read_options(options).train
         if splits is not None:
             self.check_splits(splits)
         keys = {"train": train, "dev": "dev", "test": "test"}

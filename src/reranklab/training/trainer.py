@@ -2,7 +2,7 @@
 
 The loop is variant-agnostic: the registry gives the model (``build``), the loss (``loss``),
 how pairs become model inputs (``featurize``) and the kind of examples;
-:mod:`reranklab.training.batching` gives the matching collator. It is
+:mod:`reranklab.features.batch` gives the matching collator. It is
 plain PyTorch (AdamW without decay on biases/LayerNorm, linear warm-up then linear decay,
 gradient clipping), seeded from the study seed, with dynamic padding and length grouping.
 With ``training.validation`` on, every epoch ends with a dev evaluation that picks the epoch
@@ -17,9 +17,8 @@ import math
 import random
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -28,20 +27,21 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from reranklab.errors import ConfigError, FormatError
+from reranklab.errors import ConfigError, FormatError, ReranklabError
+from reranklab.features.batch import (
+    ExampleCollator,
+    LengthGroupedSampler,
+    collator_for,
+)
+from reranklab.features.cache import feature_cache_scope
 from reranklab.io.atomic import atomic_directory
 from reranklab.io.json_io import write_json
 from reranklab.models.encoder import select_device, set_threads
 from reranklab.models.registry import get_variant
 from reranklab.training import distributed
-from reranklab.training.batching import (
-    ExampleCollator,
-    LengthGroupedSampler,
-    collator_for,
-)
-from reranklab.training.cache import feature_cache_scope
-from reranklab.training.determinism import configure_determinism
+from reranklab.training.determinism import configure_determinism, training_threads
 from reranklab.training.precision import resolve_precision
+from reranklab.training.state import Checkpointer, NoCheckpointer, TrainState
 from reranklab.training.steps import (
     StepCollator,
     StepRunner,
@@ -61,67 +61,6 @@ log = logging.getLogger(__name__)
 
 STATS_FILE = "train_stats.json"
 LOSS_CURVE_POINTS = 100  # at most this many (step, mean loss) points in train_stats.json
-
-
-@dataclass
-class TrainState:
-    """Everything a checkpoint needs; the loop reads ``epoch``/``step_in_epoch`` to resume.
-
-    Args:
-        model, loss, optimizer, scheduler: the live training objects.
-        epoch: the epoch being run (0-based).
-        step_in_epoch: optimiser steps already done in ``epoch``.
-        global_step: optimiser steps done in total.
-        steps_per_epoch: optimiser steps per epoch (a checkpointer writes at epoch ends).
-        losses: the loss of every step done so far.
-        selection: the :class:`~reranklab.training.validation.ModelSelector` of a job that
-            validates on dev (its ``state_dict`` is part of a checkpoint), else ``None``.
-    """
-
-    model: nn.Module
-    loss: nn.Module
-    optimizer: torch.optim.Optimizer
-    scheduler: torch.optim.lr_scheduler.LRScheduler
-    total_steps: int
-    steps_per_epoch: int = 0
-    epoch: int = 0
-    step_in_epoch: int = 0
-    global_step: int = 0
-    losses: list[float] = field(default_factory=list)
-    scaler: Any = None  # the fp16 GradScaler (training.precision), else None
-    selection: Any = None  # the ModelSelector of a job with training.validation on, else None
-
-
-class Checkpointer(Protocol):
-    """Hook for checkpoint/resume; the default does nothing.
-
-    The batch order of every epoch is a pure function of (seed, epoch), so a checkpointer that
-    restores the model/optimizer/scheduler state and sets ``epoch``, ``step_in_epoch``,
-    ``global_step`` and ``losses`` in :meth:`restore` makes the loop skip the batches already
-    trained and continue with the same data order.
-    """
-
-    def restore(self, state: TrainState) -> None:
-        """Called once before training; may load a checkpoint into ``state``."""
-
-    def step_done(self, state: TrainState) -> None:
-        """Called after every optimiser step (decide here whether to write a checkpoint)."""
-
-    def finished(self, state: TrainState, model_dir: Path) -> None:
-        """Called once the final model is saved (e.g. to delete checkpoints)."""
-
-
-class NoCheckpointer:
-    """The default :class:`Checkpointer`: train from scratch, write no checkpoints."""
-
-    def restore(self, state: TrainState) -> None:
-        return None
-
-    def step_done(self, state: TrainState) -> None:
-        return None
-
-    def finished(self, state: TrainState, model_dir: Path) -> None:
-        return None
 
 
 def seed_everything(seed: int) -> None:
@@ -250,15 +189,31 @@ def _check_ids(columns: Mapping[str, list[Any]], pid_columns: tuple[str, ...], q
 
 
 def save_atomically(model: Any, stats: Mapping[str, Any], out_dir: Path) -> None:
-    """Save into a temporary directory beside ``out_dir`` and rename it into place."""
-    with atomic_directory(out_dir) as tmp:
-        model.save(tmp)
-        write_json(tmp / STATS_FILE, dict(stats))
+    """Save into a temporary directory beside ``out_dir`` and rename it into place.
+
+    Raises:
+        ReranklabError: the model cannot be written (disk full, ...): naming ``out_dir`` and
+            the system's reason; nothing is left at ``out_dir`` and the job's checkpoints stay.
+    """
+    from safetensors import SafetensorError
+
+    try:
+        with atomic_directory(out_dir) as tmp:
+            model.save(tmp)
+            write_json(tmp / STATS_FILE, dict(stats))
+    except (OSError, SafetensorError) as exc:
+        # safetensors reports an OS error as text ("... No space left on device (os error 28)").
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise ReranklabError(
+            f"cannot write the trained model to {out_dir}: {reason}; its checkpoints, if any, are"
+            " kept: free space and run the job again to resume from the last one"
+        ) from exc
 
 
 def _effective_threads(training: Mapping[str, Any], threads: int) -> int:
-    # training.threads wins; 0 there means "the rule's threads" (the argument).
-    return int(training.get("threads") or 0) or int(threads or 0)
+    # training.threads wins; 0 there means "the rule's threads" (the argument), except in
+    # deterministic mode, which pins its own count (the rule's depends on --cores).
+    return training_threads(training, threads)
 
 
 def train_model(
