@@ -42,7 +42,11 @@ def test_registered_with_the_bert_dmn_protocol() -> None:
         "scoring": None,
     }
     collection = dataset.files[0]
-    assert (collection.name, collection.size, collection.md5) == (COLLECTION, 93_608_031, "684f7015aff377062a758e478476aac8")
+    assert (collection.name, collection.size, collection.md5) == (
+        COLLECTION,
+        93_608_031,
+        "684f7015aff377062a758e478476aac8",
+    )
 
 
 def test_prepare_fixture_end_to_end(raw: Path, tmp_path: Path) -> None:
@@ -58,7 +62,11 @@ def test_prepare_fixture_end_to_end(raw: Path, tmp_path: Path) -> None:
         "judgements_by_iteration": {"E0": 2, "Q0": 4, "U0": 6},
         "judged_passages_not_in_corpus": 0,
     }
-    assert read_json(out / "split.json") == {"train": ["900001", "900002", "900003", "900005"], "dev": ["900004"], "test": ["900006"]}
+    assert read_json(out / "split.json") == {
+        "train": ["900001", "900002", "900003", "900005"],
+        "dev": ["900004"],
+        "test": ["900006"],
+    }
     # Graded labels are kept as they are (1-4); the threshold 3 lives in the protocol.
     assert read_qrels(out / "qrels.txt")["900001"] == {"900001_0": 4, "900001_1": 3, "900001_2": 1}
     assert read_qrels(out / "qrels.txt")["900006"] == {"900006_0": 4, "900006_1": 3, "900001_2": 1}
@@ -79,11 +87,27 @@ def test_dev_sample_is_seeded(raw: Path) -> None:
 @pytest.mark.parametrize(
     ("name", "line", "problem"),
     [
-        ("antique-train.qrel", "900001 Q0 900001_1 5", r"relevance grade 5 is not one of \[1, 2, 3, 4\]"),
-        ("antique-train.qrel", "900001 Q0 900001_1 3", r"pair \(900001, 900001_1\) is judged twice"),
+        (
+            "antique-train.qrel",
+            "900001 Q0 900001_1 5",
+            r"relevance grade 5 is not one of \[1, 2, 3, 4\]",
+        ),
+        (
+            "antique-train.qrel",
+            "900001 Q0 900001_1 3",
+            r"pair \(900001, 900001_1\) is judged twice",
+        ),
         ("antique-train.qrel", "900001 Q0 900001_1", "expected 4 fields"),
-        ("antique-train-queries.txt", "900001\tagain?", "duplicate question id '900001' \\(first on line 1\\)"),
-        ("antique-collection.txt", "900006_1\tagain", "duplicate answer id '900006_1' \\(first on line 12\\)"),
+        (
+            "antique-train-queries.txt",
+            "900001\tagain?",
+            "duplicate question id '900001' \\(first on line 1\\)",
+        ),
+        (
+            "antique-collection.txt",
+            "900006_1\tagain",
+            "duplicate answer id '900006_1' \\(first on line 12\\)",
+        ),
         ("antique-collection.txt", "no tab here", "found no tab"),
     ],
 )
@@ -100,7 +124,9 @@ def test_malformed_lines(raw: Path, name: str, line: str, problem: str) -> None:
 def test_judged_question_without_text_and_options(raw: Path) -> None:
     with open(raw / "antique-test.qrel", "a") as out:
         out.write("123 Q0 900006_0 2\n")
-    with pytest.raises(FormatError, match=r"judged questions \['123'\] are not in antique-test-queries.txt"):
+    with pytest.raises(
+        FormatError, match=r"judged questions \['123'\] are not in antique-test-queries.txt"
+    ):
         Antique().parse(raw, {"dev_queries": 1})
     shutil.copy(FIXTURE / "antique-test.qrel", raw / "antique-test.qrel")
     with pytest.raises(ConfigError, match="dev_queries: 200 leaves no training questions"):
@@ -117,7 +143,14 @@ def test_a_published_md5_is_checked(tmp_path: Path) -> None:
     data = (FIXTURE / COLLECTION).read_bytes()
 
     class CollectionOnly(Antique):
-        files = (RawFile(name=COLLECTION, url=BASE_URL + COLLECTION, size=len(data), md5=hashlib.md5(data).hexdigest()),)
+        files = (
+            RawFile(
+                name=COLLECTION,
+                url=BASE_URL + COLLECTION,
+                size=len(data),
+                md5=hashlib.md5(data).hexdigest(),
+            ),
+        )
 
     mirror = tmp_path / "mirror"
     (mirror / "antique").mkdir(parents=True)
@@ -126,7 +159,9 @@ def test_a_published_md5_is_checked(tmp_path: Path) -> None:
     assert manifest["files"][0]["source"] == "mirror:antique/antique-collection.txt"
     (mirror / "antique" / COLLECTION).write_bytes(data.replace(b"Ice", b"Icy"))
     (tmp_path / "raw" / COLLECTION).unlink()
-    with pytest.raises(DownloadError, match=f"md5 mismatch: expected {hashlib.md5(data).hexdigest()}, got "):
+    with pytest.raises(
+        DownloadError, match=f"md5 mismatch: expected {hashlib.md5(data).hexdigest()}, got "
+    ):
         fetch_dataset(CollectionOnly(), tmp_path / "raw", str(mirror), progress=False)
     assert not (tmp_path / "raw" / COLLECTION).exists()
 

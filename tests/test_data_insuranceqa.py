@@ -44,12 +44,24 @@ def test_registered_with_the_bert_dmn_protocol() -> None:
         "scoring": None,
     }
     answers = dataset.files[-1]
-    assert (answers.name, answers.member) == (ANSWERS_JSON, "insuranceqa_data-1.2/insuranceqa_data/answers.json.gz")
+    assert (answers.name, answers.member) == (
+        ANSWERS_JSON,
+        "insuranceqa_data-1.2/insuranceqa_data/answers.json.gz",
+    )
 
 
 # -- small files in the raw format ---------------------------------------------------------------
 
-VOCAB = {"idx_1": "What", "idx_2": "Is", "idx_3": "Term", "idx_4": "Life?", "idx_5": "Cover", "idx_6": "It", "idx_7": "pays", "idx_8": "out."}
+VOCAB = {
+    "idx_1": "What",
+    "idx_2": "Is",
+    "idx_3": "Term",
+    "idx_4": "Life?",
+    "idx_5": "Cover",
+    "idx_6": "It",
+    "idx_7": "pays",
+    "idx_8": "out.",
+}
 
 
 def _gz(path: Path, lines: list[str]) -> None:
@@ -60,12 +72,25 @@ def _gz(path: Path, lines: list[str]) -> None:
 def small(tmp_path: Path) -> Path:
     raw = tmp_path / "raw"
     raw.mkdir()
-    (raw / VOCABULARY).write_text("".join(f"{k}\t{v}\n" for k, v in VOCAB.items()), encoding="utf-8")
+    (raw / VOCABULARY).write_text(
+        "".join(f"{k}\t{v}\n" for k, v in VOCAB.items()), encoding="utf-8"
+    )
     answers = {str(i): {"en": f" Answer {i} text.", "zh": "答"} for i in range(1, 7)}
-    (raw / ANSWERS_JSON).write_bytes(gzip.compress(json.dumps(answers, ensure_ascii=False).encode("utf-8"), mtime=0))
-    _gz(raw / pool_file(100, "train"), ["life-insurance\tidx_1 idx_2 idx_3 idx_4\t2\t1 2 3", "auto-insurance\tidx_5 idx_6\t4 5\t1 5 3"])
+    (raw / ANSWERS_JSON).write_bytes(
+        gzip.compress(json.dumps(answers, ensure_ascii=False).encode("utf-8"), mtime=0)
+    )
+    _gz(
+        raw / pool_file(100, "train"),
+        [
+            "life-insurance\tidx_1 idx_2 idx_3 idx_4\t2\t1 2 3",
+            "auto-insurance\tidx_5 idx_6\t4 5\t1 5 3",
+        ],
+    )
     for size in (100, 500):
-        _gz(raw / pool_file(size, "valid"), ["life-insurance\tidx_2 idx_6\t6\t1 2" + (" 3" if size == 500 else "")])
+        _gz(
+            raw / pool_file(size, "valid"),
+            ["life-insurance\tidx_2 idx_6\t6\t1 2" + (" 3" if size == 500 else "")],
+        )
         _gz(raw / pool_file(size, "test"), ["home-insurance\tidx_5 idx_3\t3\t3 1"])
     return raw
 
@@ -76,7 +101,12 @@ def test_small_files_pool_with_ground_truth_added(small: Path, tmp_path: Path) -
     assert stats["passages"] == 6 and stats["split"] == {"train": 2, "dev": 1, "test": 1}
     assert stats["questions_with_ground_truth_in_pool"] == {"train": 2, "dev": 0, "test": 1}
     assert stats["ground_truth_added"] == {"train": 1, "dev": 1, "test": 0}
-    assert read_queries(out / "queries.tsv") == {"train-1": "What Is Term Life?", "train-2": "Cover It", "valid-1": "Is It", "test-1": "Cover Term"}
+    assert read_queries(out / "queries.tsv") == {
+        "train-1": "What Is Term Life?",
+        "train-2": "Cover It",
+        "valid-1": "Is It",
+        "test-1": "Cover Term",
+    }
     pool = read_run(out / "pool.run")
     # The pool in file order, then the ground truth the pool lacks (4 for train-2, 6 for valid-1).
     assert {qid: [pid for pid, _ in rank_order(scores)] for qid, scores in pool.items()} == {
@@ -86,7 +116,11 @@ def test_small_files_pool_with_ground_truth_added(small: Path, tmp_path: Path) -
         "test-1": ["3", "1"],
     }
     assert read_corpus(out / "corpus.parquet")["4"] == "Answer 4 text."
-    assert read_json(out / "split.json") == {"train": ["train-1", "train-2"], "dev": ["valid-1"], "test": ["test-1"]}
+    assert read_json(out / "split.json") == {
+        "train": ["train-1", "train-2"],
+        "dev": ["valid-1"],
+        "test": ["test-1"],
+    }
     bigger = InsuranceQA().parse(small, {"pool_size": 500})
     assert list(bigger.pool["valid-1"]) == ["1", "2", "3", "6"]
     assert list(bigger.pool["train-2"]) == ["1", "5", "3", "4"]  # training always uses the 100 pool
@@ -123,14 +157,19 @@ def test_bad_vocabulary_answers_and_options(small: Path) -> None:
         read_vocabulary(small / VOCABULARY)
     assert caught.value.line == 2
     (small / ANSWERS_JSON).write_bytes(gzip.compress(b'{"1": {"zh": "x"}}'))
-    with pytest.raises(FormatError, match='answer \'1\': no English text \\("en"\\)'):
+    with pytest.raises(FormatError, match="answer '1': no English text \\(\"en\"\\)"):
         read_answers_json(small / ANSWERS_JSON)
-    with pytest.raises(ConfigError, match=r"options.pool_size: expected one of \[100, 500\], got 1000"):
+    with pytest.raises(
+        ConfigError, match=r"options.pool_size: expected one of \[100, 500\], got 1000"
+    ):
         InsuranceQA().parse(small, {"pool_size": 1000})
     with pytest.raises(ConfigError, match=r"unknown option\(s\) \['pool'\]"):
         InsuranceQA().parse(small, {"pool": 100})
     (small / pool_file(100, "train")).unlink()
-    with pytest.raises(DownloadError, match="missing InsuranceQA.question.anslabel.raw.100.pool.solr.train.encoded.gz"):
+    with pytest.raises(
+        DownloadError,
+        match="missing InsuranceQA.question.anslabel.raw.100.pool.solr.train.encoded.gz",
+    ):
         InsuranceQA().parse(small, {})
 
 
@@ -151,7 +190,9 @@ def real(mirror: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, An
 def test_real_files_fetched_and_verified(real: dict[str, Any]) -> None:
     files = real["manifest"]["files"]
     assert [f["name"] for f in files] == [f.name for f in InsuranceQA().files]
-    assert {f["source"] for f in files} == {f"mirror:insuranceqa_v2/{f.name}" for f in InsuranceQA().files}
+    assert {f["source"] for f in files} == {
+        f"mirror:insuranceqa_v2/{f.name}" for f in InsuranceQA().files
+    }
 
 
 @pytest.mark.mirror
@@ -168,11 +209,23 @@ def test_real_counts(real: dict[str, Any]) -> None:
         "ground_truth_answers": {"train": 21325, "dev": 3354, "test": 3308},
         "questions_with_ground_truth_in_pool": {"train": 8311, "dev": 1278, "test": 1323},
         "ground_truth_added": {"train": 10034, "dev": 1602, "test": 1508},
-        "pool_file": {split: pool_file(100, name) for split, name in (("train", "train"), ("dev", "valid"), ("test", "test"))},
+        "pool_file": {
+            split: pool_file(100, name)
+            for split, name in (("train", "train"), ("dev", "valid"), ("test", "test"))
+        },
         "domains": {
-            "annuities": 800, "auto-insurance": 2165, "critical-illness-insurance": 135, "disability-insurance": 949,
-            "health-insurance": 2002, "home-insurance": 1751, "life-insurance": 4371, "long-term-care-insurance": 596,
-            "medicare-insurance": 2301, "other-insurance": 36, "renters-insurance": 1086, "retirement-plans": 697,
+            "annuities": 800,
+            "auto-insurance": 2165,
+            "critical-illness-insurance": 135,
+            "disability-insurance": 949,
+            "health-insurance": 2002,
+            "home-insurance": 1751,
+            "life-insurance": 4371,
+            "long-term-care-insurance": 596,
+            "medicare-insurance": 2301,
+            "other-insurance": 36,
+            "renters-insurance": 1086,
+            "retirement-plans": 697,
         },
         "answer_source": ANSWERS_JSON,
     }
@@ -190,15 +243,32 @@ def test_real_first_and_last_records(real: dict[str, Any]) -> None:
     )
     corpus = read_corpus(out / "corpus.parquet")
     assert (len(corpus), next(iter(corpus)), list(corpus)[-1]) == (27413, "1", "27413")
-    assert corpus["1"].startswith("Coverage follows the car. Example 1: If you were given a car (loaned) ") and len(corpus["1"]) == 1130
-    assert corpus["27413"].endswith("cause tax problems you certainly do not need") and len(corpus["27413"]) == 747
+    assert (
+        corpus["1"].startswith(
+            "Coverage follows the car. Example 1: If you were given a car (loaned) "
+        )
+        and len(corpus["1"]) == 1130
+    )
+    assert (
+        corpus["27413"].endswith("cause tax problems you certainly do not need")
+        and len(corpus["27413"]) == 747
+    )
     qrels = (out / "qrels.txt").read_text().splitlines()
     assert (len(qrels), qrels[0], qrels[-1]) == (27987, "test-1 0 16164 1", "valid-999 0 7337 1")
     lines = (out / "pool.run").read_text().splitlines()
-    assert (len(lines), lines[0], lines[-1]) == (1702044, "test-1 Q0 15813 1 103.0 pool", "valid-999 Q0 21781 105 1.0 pool")
+    assert (len(lines), lines[0], lines[-1]) == (
+        1702044,
+        "test-1 Q0 15813 1 103.0 pool",
+        "valid-999 Q0 21781 105 1.0 pool",
+    )
     train1 = [line.split()[2] for line in lines if line.startswith("train-1 ")]
-    assert (len(train1), train1[-1]) == (101, "20798")  # ground truth missing from the pool, appended
-    assert "train-2 Q0 26354 27 74.0 pool" in lines  # ground truth inside the pool stays at its rank
+    assert (len(train1), train1[-1]) == (
+        101,
+        "20798",
+    )  # ground truth missing from the pool, appended
+    assert (
+        "train-2 Q0 26354 27 74.0 pool" in lines
+    )  # ground truth inside the pool stays at its rank
     split = read_json(out / "split.json")
     assert {k: (v[0], v[-1], len(v)) for k, v in split.items()} == {
         "train": ("train-1", "train-12889", 12889),

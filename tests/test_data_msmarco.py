@@ -21,7 +21,13 @@ from reranklab.io import read_corpus, read_json, read_qrels, read_queries
 from tests.helpers_data import copy_fixture
 
 FIXTURE = Path(__file__).parent / "fixtures" / "msmarco"
-FILES = ("collection.tsv", "queries.train.tsv", "qrels.train.tsv", "queries.dev.small.tsv", "qrels.dev.small.tsv")
+FILES = (
+    "collection.tsv",
+    "queries.train.tsv",
+    "qrels.train.tsv",
+    "queries.dev.small.tsv",
+    "qrels.dev.small.tsv",
+)
 
 
 @pytest.fixture
@@ -45,7 +51,9 @@ def test_registered_with_the_monobert_protocol() -> None:
         "scoring": None,
     }
     assert [f.name for f in dataset.files] == list(FILES)
-    assert {(f.member, f.archive_md5, f.archive_size) for f in dataset.files} == {(name, ARCHIVE_MD5, 1_057_717_952) for name in FILES}
+    assert {(f.member, f.archive_md5, f.archive_size) for f in dataset.files} == {
+        (name, ARCHIVE_MD5, 1_057_717_952) for name in FILES
+    }
 
 
 def test_prepare_streams_the_fixture(raw: Path, tmp_path: Path) -> None:
@@ -64,12 +72,20 @@ def test_prepare_streams_the_fixture(raw: Path, tmp_path: Path) -> None:
     }
     assert read_json(out / "stats.json") == stats
     # Train queries keep the order of queries.train.tsv; the unjudged 278900 is left out.
-    assert read_json(out / "split.json") == {"train": ["121352", "634306", "920825", "510633", "737889"], "dev": [], "test": ["1048585", "2", "524332"]}
+    assert read_json(out / "split.json") == {
+        "train": ["121352", "634306", "920825", "510633", "737889"],
+        "dev": [],
+        "test": ["1048585", "2", "524332"],
+    }
     queries = read_queries(out / "queries.tsv")
     assert queries["2"] == "difference between wifi and bluetooth"
     assert read_qrels(out / "qrels.txt")["920825"] == {"1": 1, "2": 1}
     corpus = read_corpus(out / "corpus.parquet")
-    assert (len(corpus), corpus["0"], corpus["11"]) == (12, "Water boils at a lower temperature at altitude because the air pressure is lower.", "")
+    assert (len(corpus), corpus["0"], corpus["11"]) == (
+        12,
+        "Water boils at a lower temperature at altitude because the air pressure is lower.",
+        "",
+    )
     assert (out / "pool.run").read_text() == ""
 
 
@@ -91,12 +107,17 @@ def test_train_sample_is_seeded_and_judged(raw: Path) -> None:
 
 
 def test_option_errors(raw: Path) -> None:
-    with pytest.raises(ConfigError, match="options.train_queries: expected a positive integer or 'all', got 0"):
+    with pytest.raises(
+        ConfigError, match="options.train_queries: expected a positive integer or 'all', got 0"
+    ):
         MsMarcoPassage().parse(raw, {"train_queries": 0})
     with pytest.raises(ConfigError, match=r"unknown option\(s\) \['seed'\]"):
         MsMarcoPassage().parse(raw, {"seed": 1})
     (raw / "qrels.dev.small.tsv").unlink()
-    with pytest.raises(DownloadError, match="missing qrels.dev.small.tsv; run the download step for msmarco-passage"):
+    with pytest.raises(
+        DownloadError,
+        match="missing qrels.dev.small.tsv; run the download step for msmarco-passage",
+    ):
         MsMarcoPassage().prepare(raw, raw / "out")
 
 
@@ -128,7 +149,14 @@ def _collection(path: Path, n: int, width: int = 80) -> Path:
 def test_stream_corpus_row_groups_and_wanted(tmp_path: Path) -> None:
     source = _collection(tmp_path / "collection.tsv", 10)
     out = tmp_path / "corpus.parquet"
-    stats = stream_corpus(out, lambda cb: tsv_corpus_records(source, cb), source, wanted={"3", "9", "77"}, row_group=4, progress=False)
+    stats = stream_corpus(
+        out,
+        lambda cb: tsv_corpus_records(source, cb),
+        source,
+        wanted={"3", "9", "77"},
+        row_group=4,
+        progress=False,
+    )
     assert (stats.passages, stats.empty_passages, stats.found) == (10, 0, {"3", "9"})
     assert pq.ParquetFile(out).metadata.num_row_groups == 3
     assert list(read_corpus(out)) == [str(i) for i in range(10)]
@@ -140,7 +168,9 @@ def test_stream_corpus_names_a_duplicate_pid(tmp_path: Path) -> None:
         out.write("4\tthe same pid again\n")
     target = tmp_path / "corpus.parquet"
     with pytest.raises(FormatError, match=r"duplicate passage id '4' \(first at 5\)") as caught:
-        stream_corpus(target, lambda cb: tsv_corpus_records(source, cb), source, row_group=3, progress=False)
+        stream_corpus(
+            target, lambda cb: tsv_corpus_records(source, cb), source, row_group=3, progress=False
+        )
     assert (caught.value.path, caught.value.line) == (source, 11)
     assert not target.exists() and list(tmp_path.iterdir()) == [source]
 
@@ -149,7 +179,13 @@ def _peak(tmp_path: Path, n: int) -> int:
     source = _collection(tmp_path / f"c{n}.tsv", n)
     tracemalloc.start()
     try:
-        stream_corpus(tmp_path / f"c{n}.parquet", lambda cb: tsv_corpus_records(source, cb), source, row_group=2_000, progress=False)
+        stream_corpus(
+            tmp_path / f"c{n}.parquet",
+            lambda cb: tsv_corpus_records(source, cb),
+            source,
+            row_group=2_000,
+            progress=False,
+        )
         return tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()

@@ -57,7 +57,10 @@ def test_registered_with_the_protocol_of_mass_et_al() -> None:
     [spec] = dataset.files
     assert (spec.name, spec.url, spec.member, spec.manual) == ("nfL6.json.gz", URL, None, None)
     # As Hugging Face datasets publishes them for this URL (yahoo_answers_qa/dataset_infos.json).
-    assert (spec.size, spec.sha256) == (49_411_220, "527ff8a1d898dfbb500e373f102a0e8f2d206dcb2c75c187d59902c3688b4ff3")
+    assert (spec.size, spec.sha256) == (
+        49_411_220,
+        "527ff8a1d898dfbb500e373f102a0e8f2d206dcb2c75c187d59902c3688b4ff3",
+    )
     assert URL == "https://ciir.cs.umass.edu/downloads/nfL6/nfL6.json.gz"
     assert "Cohen" in dataset.citation and "Webscope L6" in dataset.licence
 
@@ -92,9 +95,15 @@ def test_first_and_last_records(prepared: dict[str, Any]) -> None:
     assert queries["2100008"] == "What is the best way to memorise vocabulary for a language exam?"
     corpus = read_corpus(out / "corpus.parquet")
     assert list(corpus) == [answer_pid(q) for q in queries]
-    assert corpus["A2100001"].startswith("Let the loaf cool completely, then keep it in a paper bag")
+    assert corpus["A2100001"].startswith(
+        "Let the loaf cool completely, then keep it in a paper bag"
+    )
     assert corpus["A2100008"].endswith("mix old cards with new ones every day.")
-    assert corpus["A2100002"] == corpus["A2100004"] == "Ask your doctor first, everyone reacts differently."
+    assert (
+        corpus["A2100002"]
+        == corpus["A2100004"]
+        == "Ask your doctor first, everyone reacts differently."
+    )
     lines = (out / "qrels.txt").read_text().splitlines()
     assert lines == [f"{q} 0 A{q} 1" for q in queries]
     assert read_qrels(out / "qrels.txt")["2100006"] == {"A2100006": 1}
@@ -105,17 +114,40 @@ def test_first_and_last_records(prepared: dict[str, Any]) -> None:
 @pytest.mark.parametrize(
     ("lineno", "edit", "problem"),
     [
-        (3, lambda line: line.replace('"id": "2100002"', '"id": 2100002'), "item 2: 'id' is a int, not a string"),
+        (
+            3,
+            lambda line: line.replace('"id": "2100002"', '"id": 2100002'),
+            "item 2: 'id' is a int, not a string",
+        ),
         (4, lambda line: line.replace('"answer": ', '"best": '), "item 3: 'answer' is missing"),
-        (2, lambda line: line.replace('"nbestanswers": [', '"nbestanswers": ["x", 3, '), "item 1: 'nbestanswers' is not a list of strings"),
-        (5, lambda line: line.replace("antibiotics?", "antibiotics now?").replace("2100004", "2100001"),
-         "id '2100001' is used twice with different texts (first on line 2)"),
-        (7, lambda line: line.replace('"question": ', '"question" '), "invalid JSON: Expecting ':' delimiter"),
+        (
+            2,
+            lambda line: line.replace('"nbestanswers": [', '"nbestanswers": ["x", 3, '),
+            "item 1: 'nbestanswers' is not a list of strings",
+        ),
+        (
+            5,
+            lambda line: line.replace("antibiotics?", "antibiotics now?").replace(
+                "2100004", "2100001"
+            ),
+            "id '2100001' is used twice with different texts (first on line 2)",
+        ),
+        (
+            7,
+            lambda line: line.replace('"question": ', '"question" '),
+            "invalid JSON: Expecting ':' delimiter",
+        ),
         (9, lambda _: '["not", "an", "object"]', "item 8 is a JSON list, not an object"),
-        (3, lambda line: line.replace('"2100002"', '"21 00002"'), "id '21 00002' is empty or contains whitespace"),
+        (
+            3,
+            lambda line: line.replace('"2100002"', '"21 00002"'),
+            "id '21 00002' is empty or contains whitespace",
+        ),
     ],
 )
-def test_malformed_items_name_file_and_line(tmp_path: Path, lineno: int, edit: Any, problem: str) -> None:
+def test_malformed_items_name_file_and_line(
+    tmp_path: Path, lineno: int, edit: Any, problem: str
+) -> None:
     raw = _broken(tmp_path, lineno, edit)
     with pytest.raises(FormatError) as caught:
         NFL6().parse(raw, {})
@@ -129,18 +161,26 @@ def test_truncated_array_and_trailing_data(tmp_path: Path) -> None:
     with pytest.raises(FormatError, match=r"nfL6.json.gz:10: unexpected data after the JSON array"):
         NFL6().parse(raw, {})
     raw = _broken(tmp_path, 10, lambda _: "")
-    with pytest.raises(FormatError, match=r"nfL6.json.gz:9: the file ends inside a JSON array \(no closing '\]'\)"):
+    with pytest.raises(
+        FormatError, match=r"nfL6.json.gz:9: the file ends inside a JSON array \(no closing '\]'\)"
+    ):
         NFL6().parse(raw, {})
 
 
 def test_plain_json_is_read_too(tmp_path: Path) -> None:
     # The parser tells gzip by its magic bytes, so an uncompressed copy parses the same.
-    (tmp_path / RAW_FILE).write_text("\n".join(_lines(FIXTURES / "nfl6" / RAW_FILE)), encoding="utf-8")
+    (tmp_path / RAW_FILE).write_text(
+        "\n".join(_lines(FIXTURES / "nfl6" / RAW_FILE)), encoding="utf-8"
+    )
     assert NFL6().parse(tmp_path, {}).stats()["queries"] == 6
 
 
 def test_options_and_missing_file_are_refused(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match=r"protocol.nfl6.options: nfL6 takes no options, got \['depth'\]"):
+    with pytest.raises(
+        ConfigError, match=r"protocol.nfl6.options: nfL6 takes no options, got \['depth'\]"
+    ):
         NFL6().parse(tmp_path, {"depth": 5})
-    with pytest.raises(DownloadError, match=r"nfL6.json.gz: missing; run the download step for nfl6 first"):
+    with pytest.raises(
+        DownloadError, match=r"nfL6.json.gz: missing; run the download step for nfl6 first"
+    ):
         NFL6().parse(tmp_path, {})

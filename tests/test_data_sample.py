@@ -97,8 +97,12 @@ def test_first_and_last_records(prepared) -> None:
     assert prepared.queries["S001"] == "How do I keep my cast iron skillet from rusting?"
     assert prepared.queries["S100"] == "How often should I wash my bed sheets, and why?"
     assert (pids[0], pids[-1]) == ("P0001", "P1000")
-    assert prepared.corpus["P0001"].startswith("Commuting by bike is easier with somewhere to shower")
-    assert prepared.corpus["P1000"].startswith("A whirring or grinding noise from a washing machine")
+    assert prepared.corpus["P0001"].startswith(
+        "Commuting by bike is easier with somewhere to shower"
+    )
+    assert prepared.corpus["P1000"].startswith(
+        "A whirring or grinding noise from a washing machine"
+    )
     lines = packaged(QRELS).decode("utf-8").splitlines()
     assert (lines[0], lines[-1]) == ("S001 0 P0630 2", "S100 0 P0783 0")
     assert prepared.qrels["S001"]["P0630"] == 2
@@ -120,7 +124,10 @@ def test_prepare_writes_canonical_files(raw_dir: Path, tmp_path: Path) -> None:
     assert stats["judgements"] == 321
     assert read_json(out / "stats.json") == stats
     assert read_json(out / "split.json") is None
-    assert read_queries(out / "queries.tsv")["S042"] == "How often should I water plants in pots during summer?"
+    assert (
+        read_queries(out / "queries.tsv")["S042"]
+        == "How often should I water plants in pots during summer?"
+    )
     assert len(read_corpus(out / "corpus.parquet")) == 1000
     qrels = read_qrels(out / "qrels.txt")
     assert sum(len(v) for v in qrels.values()) == 321
@@ -141,7 +148,12 @@ def _break(raw_dir: Path, tmp_path: Path, name: str, line: int, new_line: str | 
     ("name", "line", "new_line", "problem"),
     [
         (QUESTIONS, 5, "S005\tWhy should meat rest?\textra field\n", "got 3 tab-separated fields"),
-        (QUESTIONS, 7, "S007 How do I stop pasta water from boiling over?\n", "got 1 tab-separated fields"),
+        (
+            QUESTIONS,
+            7,
+            "S007 How do I stop pasta water from boiling over?\n",
+            "got 1 tab-separated fields",
+        ),
         (QUESTIONS, 9, "S009\t   \n", "empty question text for id 'S009'"),
         (PASSAGES, 12, None, "duplicate passage id 'P0011' (first on line 11)"),
         (PASSAGES, 40, "\tsome passage text\n", "passage id '' is empty or contains spaces"),
@@ -179,11 +191,18 @@ def test_bm25_is_far_from_perfect(prepared) -> None:
     qids = list(prepared.queries)
     stemmer = Stemmer.Stemmer("english")
     retriever = bm25s.BM25(method="lucene", k1=0.9, b=0.4)
-    corpus_tokens = bm25s.tokenize([prepared.corpus[p] for p in pids], stopwords="en", stemmer=stemmer, show_progress=False)
+    corpus_tokens = bm25s.tokenize(
+        [prepared.corpus[p] for p in pids], stopwords="en", stemmer=stemmer, show_progress=False
+    )
     retriever.index(corpus_tokens, show_progress=False)
-    query_tokens = bm25s.tokenize([prepared.queries[q] for q in qids], stopwords="en", stemmer=stemmer, show_progress=False)
+    query_tokens = bm25s.tokenize(
+        [prepared.queries[q] for q in qids], stopwords="en", stemmer=stemmer, show_progress=False
+    )
     docs, scores = retriever.retrieve(query_tokens, k=30, show_progress=False)
-    run = {q: {pids[int(d)]: float(s) for d, s in zip(docs[i], scores[i], strict=True)} for i, q in enumerate(qids)}
+    run = {
+        q: {pids[int(d)]: float(s) for d, s in zip(docs[i], scores[i], strict=True)}
+        for i, q in enumerate(qids)
+    }
 
     evaluator = pytrec_eval.RelevanceEvaluator(prepared.qrels, {"map", "P_1"}, relevance_level=1)
     per_query = evaluator.evaluate(run)

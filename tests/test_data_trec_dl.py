@@ -71,7 +71,11 @@ def test_prepare_fixture_end_to_end(raw: Path, tmp_path: Path) -> None:
     qrels = read_qrels(out / "qrels.txt")
     assert qrels["920825"] == {"1": 2, "2": 2}  # MS MARCO's binary label → train_grade 2
     assert qrels["9001"] == {"1": 2, "2": 3, "10": 0}  # the track's grades as they are
-    assert read_json(out / "split.json") == {"train": ["121352", "634306", "920825", "510633", "737889"], "dev": [], "test": ["9001", "9002", "9003"]}
+    assert read_json(out / "split.json") == {
+        "train": ["121352", "634306", "920825", "510633", "737889"],
+        "dev": [],
+        "test": ["9001", "9002", "9003"],
+    }
     assert read_queries(out / "queries.tsv")["9003"] == "temperature at which hydrogen turns liquid"
     assert TrecDL2019().parse(raw, {"train_grade": 3}).qrels["121352"] == {"0": 3}
 
@@ -79,14 +83,16 @@ def test_prepare_fixture_end_to_end(raw: Path, tmp_path: Path) -> None:
 def test_topics_and_qrels_must_agree(raw: Path) -> None:
     with open(raw / QRELS, "a") as out:
         out.write("9999 Q0 1 2\n")
-    with pytest.raises(FormatError, match=r"judged queries \['9999'\] are not in topics.dl19-passage.txt"):
+    with pytest.raises(
+        FormatError, match=r"judged queries \['9999'\] are not in topics.dl19-passage.txt"
+    ):
         read_test_topics(raw)
     shutil.copy(FIXTURES / "trec_dl_2019" / QRELS, raw / QRELS)
     with open(raw / TOPICS, "a") as out:
         out.write("9004\tan unjudged topic\n")
     with pytest.raises(FormatError, match=r"topics \['9004'\] have no judgements"):
         read_test_topics(raw)
-    with pytest.raises(ConfigError, match="train_grade: expected an integer >= 1, got 0"):
+    with pytest.raises(ConfigError, match="train_grade: 0 is less than the minimum of 1"):
         TrecDL2019().parse(raw, {"train_grade": 0})
 
 
@@ -97,14 +103,23 @@ def test_topics_and_qrels_must_agree(raw: Path) -> None:
 def test_real_topics_and_qrels(mirror: Path) -> None:
     folder = mirror_folder(mirror, "trec_dl_2019", QRELS)
     for spec in TrecDL2019().files[3:]:
-        assert ((folder / spec.name).stat().st_size, sha256_of(folder / spec.name)) == (spec.size, spec.sha256)
+        assert ((folder / spec.name).stat().st_size, sha256_of(folder / spec.name)) == (
+            spec.size,
+            spec.sha256,
+        )
     queries, qrels, by_grade = read_test_topics(folder)
     assert (len(queries), sum(len(j) for j in qrels.values())) == (43, 9260)
     assert len({pid for judged in qrels.values() for pid in judged}) == 9139
     assert by_grade == {"0": 5158, "1": 1601, "2": 1804, "3": 697}
     items = list(queries.items())
-    assert (items[0], items[-1]) == (("156493", "do goldfish grow"), ("146187", "difference between a mcdouble and a double cheeseburger"))
-    assert (qrels["19335"]["1017759"], qrels["1133167"]["977421"]) == (0, 0)  # the file's first and last lines
+    assert (items[0], items[-1]) == (
+        ("156493", "do goldfish grow"),
+        ("146187", "difference between a mcdouble and a double cheeseburger"),
+    )
+    assert (qrels["19335"]["1017759"], qrels["1133167"]["977421"]) == (
+        0,
+        0,
+    )  # the file's first and last lines
     assert all(any(g >= 2 for g in judged.values()) for judged in qrels.values())
 
 

@@ -32,7 +32,9 @@ def _small(files: tuple[RawFile, ...]) -> list[RawFile]:
 @pytest.fixture(scope="module")
 def prepared(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     base = tmp_path_factory.mktemp("trecqa")
-    manifest = fetch_dataset(TrecQA(), base / "raw", str(FIXTURES), files=_small(TrecQA.files), progress=False)
+    manifest = fetch_dataset(
+        TrecQA(), base / "raw", str(FIXTURES), files=_small(TrecQA.files), progress=False
+    )
     stats = get_dataset("trecqa").prepare(base / "raw", base / "prepared")
     return {"raw": base / "raw", "out": base / "prepared", "manifest": manifest, "stats": stats}
 
@@ -71,7 +73,10 @@ def test_registered_with_the_bertsel_protocol() -> None:
     }
     assert [s.name for s in dataset.scorings] == ["clean", "raw"]
     assert dataset.scoring().name == "clean"
-    assert (dataset.scoring("clean").queries, dataset.scoring("raw").queries) == ("relevant_and_nonrelevant", "judged")
+    assert (dataset.scoring("clean").queries, dataset.scoring("raw").queries) == (
+        "relevant_and_nonrelevant",
+        "judged",
+    )
     assert [(f.name, f.url, f.member) for f in dataset.files] == [
         (name, ARCHIVE_URL, f"jacana-qa-naacl2013-data-results/{name}")
         for name in (
@@ -81,7 +86,9 @@ def test_registered_with_the_bertsel_protocol() -> None:
             "test-less-than-40.manual-edit.xml",
         )
     ]
-    assert ARCHIVE_URL == "http://cs.jhu.edu/~xuchen/packages/jacana-qa-naacl2013-data-results.tar.bz2"
+    assert (
+        ARCHIVE_URL == "http://cs.jhu.edu/~xuchen/packages/jacana-qa-naacl2013-data-results.tar.bz2"
+    )
     assert {f.archive_md5 for f in dataset.files} == {"11f0275e95691594cd74825e0c341b7a"}
 
 
@@ -99,12 +106,15 @@ def test_files_come_out_of_the_jacana_archive(tmp_path: Path) -> None:
     with tarfile.open(archive, "w:bz2") as tar:
         for name in RAW_FILES.values():
             tar.add(FIXTURES / "trecqa" / name, arcname=f"jacana-qa-naacl2013-data-results/{name}")
-    with pytest.raises(DownloadError, match=r"md5 mismatch: expected 11f0275e95691594cd74825e0c341b7a"):
+    with pytest.raises(
+        DownloadError, match=r"md5 mismatch: expected 11f0275e95691594cd74825e0c341b7a"
+    ):
         fetch_dataset(TrecQA(), tmp_path / "refused", str(tmp_path / "mirror"), progress=False)
 
     class Repacked(TrecQA):
         files = tuple(
-            dataclasses.replace(f, archive_md5=hashlib.md5(archive.read_bytes()).hexdigest()) for f in _small(TrecQA.files)
+            dataclasses.replace(f, archive_md5=hashlib.md5(archive.read_bytes()).hexdigest())
+            for f in _small(TrecQA.files)
         )
 
     manifest = fetch_dataset(Repacked(), tmp_path / "raw", str(tmp_path / "mirror"), progress=False)
@@ -147,9 +157,17 @@ def test_train_all_counts_keep_every_question(prepared: dict[str, Any]) -> None:
 
 def test_clean_and_raw_are_scorings_not_data() -> None:
     data = TrecQA().parse(FIXTURES / "trecqa", {"train": "train"})
-    assert data.split == {"train": ["1395", "1398"], "dev": ["1.1", "1.2", "3.1"], "test": ["40.1", "40.2", "41.1"]}
-    assert data.qrels["1.2"] == {"1.2-000": 0}  # only negative: counted by raw (scores 0), not by clean
-    assert data.qrels["40.2"] == {"40.2-000": 1}  # only positive: counted by raw (scores 1), not by clean
+    assert data.split == {
+        "train": ["1395", "1398"],
+        "dev": ["1.1", "1.2", "3.1"],
+        "test": ["40.1", "40.2", "41.1"],
+    }
+    assert data.qrels["1.2"] == {
+        "1.2-000": 0
+    }  # only negative: counted by raw (scores 0), not by clean
+    assert data.qrels["40.2"] == {
+        "40.2-000": 1
+    }  # only positive: counted by raw (scores 1), not by clean
     assert data.stats()["train_file"] == "train-less-than-40.manual-edit.xml"
     # The pool ranks 1.2 and 40.2 like any question; the scoring decides whether they count.
     clean, raw = (TrecQA().scoring(name) for name in ("clean", "raw"))
@@ -167,8 +185,22 @@ def test_clean_and_raw_are_scorings_not_data() -> None:
 def test_first_and_last_records(prepared: dict[str, Any]) -> None:
     out = prepared["out"]
     queries = read_queries(out / "queries.tsv")
-    assert list(queries) == ["1395", "1398", "2045", "2046", "1.1", "1.2", "3.1", "40.1", "40.2", "41.1"]
-    assert (queries["1395"], queries["41.1"]) == ("Who invented the telephone ?", "How many moons does Mars have ?")
+    assert list(queries) == [
+        "1395",
+        "1398",
+        "2045",
+        "2046",
+        "1.1",
+        "1.2",
+        "3.1",
+        "40.1",
+        "40.2",
+        "41.1",
+    ]
+    assert (queries["1395"], queries["41.1"]) == (
+        "Who invented the telephone ?",
+        "How many moons does Mars have ?",
+    )
     assert queries["40.1"] == "What does AT&T stand for ?"
     corpus = read_corpus(out / "corpus.parquet")
     assert (next(iter(corpus)), list(corpus)[-1]) == ("1395-000", "41.1-002")
@@ -179,9 +211,17 @@ def test_first_and_last_records(prepared: dict[str, Any]) -> None:
     assert qrels["41.1"] == {"41.1-000": 1, "41.1-001": 0, "41.1-002": 1}
     assert qrels["1398"] == {"1398-000": 0, "1398-001": 1}
     split = read_json(out / "split.json")
-    assert split == {"train": ["1395", "1398", "2045", "2046"], "dev": ["1.1", "1.2", "3.1"], "test": ["40.1", "40.2", "41.1"]}
+    assert split == {
+        "train": ["1395", "1398", "2045", "2046"],
+        "dev": ["1.1", "1.2", "3.1"],
+        "test": ["40.1", "40.2", "41.1"],
+    }
     lines = (out / "pool.run").read_text().splitlines()
-    assert (len(lines), lines[0], lines[-1]) == (24, "1.1 Q0 1.1-000 1 3.0 pool", "41.1 Q0 41.1-002 3 1.0 pool")
+    assert (len(lines), lines[0], lines[-1]) == (
+        24,
+        "1.1 Q0 1.1-000 1 3.0 pool",
+        "41.1 Q0 41.1-002 3 1.0 pool",
+    )
 
 
 def test_pool_order_hides_the_labels(prepared: dict[str, Any]) -> None:
@@ -203,9 +243,20 @@ def test_pool_order_hides_the_labels(prepared: dict[str, Any]) -> None:
 
 def test_reader_keeps_tokens_and_ignores_annotations() -> None:
     blocks = list(read_qapairs(FIXTURES / "trecqa" / RAW_FILES["train_all"]))
-    assert [(b.qid, b.line, len(b.candidates)) for b in blocks] == [("1395", 2, 4), ("1398", 43, 2), ("2045", 68, 3), ("2046", 100, 2)]
-    assert blocks[0].candidates[0] == ("Alexander Graham Bell patented the telephone in 1876 .", 1, 10)
-    assert gzip.decompress((FIXTURES / "trecqa" / RAW_FILES["train_all"]).read_bytes()).startswith(b"<root>\n<QApairs id='1395'>")
+    assert [(b.qid, b.line, len(b.candidates)) for b in blocks] == [
+        ("1395", 2, 4),
+        ("1398", 43, 2),
+        ("2045", 68, 3),
+        ("2046", 100, 2),
+    ]
+    assert blocks[0].candidates[0] == (
+        "Alexander Graham Bell patented the telephone in 1876 .",
+        1,
+        10,
+    )
+    assert gzip.decompress((FIXTURES / "trecqa" / RAW_FILES["train_all"]).read_bytes()).startswith(
+        b"<root>\n<QApairs id='1395'>"
+    )
 
 
 @pytest.mark.parametrize(
@@ -219,12 +270,22 @@ def test_reader_keeps_tokens_and_ignores_annotations() -> None:
         (_line(52, "<QApairs id='40.1'>"), 52, "question id 40.1 is also at "),
         (_line(1, "<roots>"), 1, "expected <QApairs id='...'>, got '<roots>'"),
         (_line(34, "<QApairs id='40 2'>"), 34, "QApairs id '40 2' is empty or contains spaces"),
-        (lambda t: t.rsplit("</QApairs>", 1)[0], 52, "<QApairs id='41.1'> is not closed before the end of the file (line 84)"),
-        (lambda t: t.rsplit("</negative>", 1)[0], 78, "<negative> is not closed before the end of the file (line 83)"),
+        (
+            lambda t: t.rsplit("</QApairs>", 1)[0],
+            52,
+            "<QApairs id='41.1'> is not closed before the end of the file (line 84)",
+        ),
+        (
+            lambda t: t.rsplit("</negative>", 1)[0],
+            78,
+            "<negative> is not closed before the end of the file (line 83)",
+        ),
         (_line(2, "<QApairs id='1.1'>"), 2, "question id 1.1 is also at "),
     ],
 )
-def test_malformed_test_file_names_file_and_line(tmp_path: Path, edit: Any, line: int, problem: str) -> None:
+def test_malformed_test_file_names_file_and_line(
+    tmp_path: Path, edit: Any, line: int, problem: str
+) -> None:
     raw = _broken(tmp_path, edit)
     with pytest.raises(FormatError) as caught:
         TrecQA().parse(raw, {})
@@ -234,11 +295,20 @@ def test_malformed_test_file_names_file_and_line(tmp_path: Path, edit: Any, line
 
 
 def test_options_are_checked(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match=r"protocol.trecqa.options.test: clean/raw is now the scoring protocol.*scoring: clean \(default\) or raw"):
+    with pytest.raises(
+        ConfigError,
+        match=r"protocol.trecqa.options.test: clean/raw is now the scoring protocol.*scoring: clean \(default\) or raw",
+    ):
         TrecQA().parse(tmp_path, {"test": "raw"})
-    with pytest.raises(ConfigError, match=r"protocol.trecqa.options.train: 'all' is not one of \['train_all', 'train'\]"):
+    with pytest.raises(
+        ConfigError,
+        match=r"protocol.trecqa.options.train: expected one of \['train_all', 'train'\], got 'all'",
+    ):
         TrecQA().parse(tmp_path, {"train": "all"})
     with pytest.raises(ConfigError, match=r"unknown option\(s\) \['seed'\]"):
         TrecQA().parse(tmp_path, {"seed": 1})
-    with pytest.raises(DownloadError, match=r"train2393.cleanup.xml.gz: missing; run the download step for trecqa first"):
+    with pytest.raises(
+        DownloadError,
+        match=r"train2393.cleanup.xml.gz: missing; run the download step for trecqa first",
+    ):
         TrecQA().parse(tmp_path, {})

@@ -18,7 +18,12 @@ from reranklab.errors import ConfigError, DownloadError, FormatError
 from reranklab.io import read_corpus, read_json, read_qrels, read_queries
 
 FIXTURES = Path(__file__).parent / "fixtures"
-DOC1, DOC2, DOC3, DOC4 = "GX001-01-0000001-701", "GX002-44-0000310-701", "GX003-12-0004517-702", "GX004-07-0000092-703"
+DOC1, DOC2, DOC3, DOC4 = (
+    "GX001-01-0000001-701",
+    "GX002-44-0000310-701",
+    "GX003-12-0004517-702",
+    "GX004-07-0000092-703",
+)
 
 
 @pytest.fixture(scope="module")
@@ -71,7 +76,10 @@ def test_manual_download_says_which_files_to_place(tmp_path: Path) -> None:
         fetch_dataset(WebAP(), tmp_path / "raw", None, progress=False)
     message = str(caught.value)
     assert message.startswith("dataset 'webap': 2 file(s) must be obtained by hand (licence):")
-    assert "  - grade.trectext_patched: download the WebAP data from https://ciir.cs.umass.edu/downloads/WebAP/" in message
+    assert (
+        "  - grade.trectext_patched: download the WebAP data from https://ciir.cs.umass.edu/downloads/WebAP/"
+        in message
+    )
     assert "copy WebAP/gradedText/gov2.query.json" in message
     assert f"Place them, with exactly these names, in {tmp_path / 'raw'}" in message
 
@@ -109,15 +117,18 @@ def test_first_and_last_records(prepared: dict[str, Any]) -> None:
         "702": "pesticide use on vegetable farms",
     }
     corpus = read_corpus(out / "corpus.parquet")
-    assert list(corpus) == [f"{DOC1}-{k}" for k in range(1, 6)] + [f"{DOC2}-{k}" for k in range(1, 4)] + [
-        f"{DOC3}-{k}" for k in range(1, 6)
-    ] + [f"{DOC4}-1"]
+    assert list(corpus) == [f"{DOC1}-{k}" for k in range(1, 6)] + [
+        f"{DOC2}-{k}" for k in range(1, 4)
+    ] + [f"{DOC3}-{k}" for k in range(1, 6)] + [f"{DOC4}-1"]
     assert corpus[f"{DOC1}-2"] == (
         "Commercial oil production in the United States began in 1859 when Edwin Drake drilled a well near "
         "Titusville, Pennsylvania. Within a decade, refineries along the rivers of western Pennsylvania "
         "turned crude oil into kerosene for lamps."
     )
-    assert corpus[f"{DOC2}-1"] == "Oil and gas have been produced in the state since the early twentieth century."
+    assert (
+        corpus[f"{DOC2}-1"]
+        == "Oil and gas have been produced in the state since the early twentieth century."
+    )
     assert corpus[f"{DOC4}-1"] == (
         "Visitor information for the national seashore: hours, fees, parking and accessibility. "
         "The visitor centre is open daily except on federal holidays in winter."
@@ -127,7 +138,9 @@ def test_first_and_last_records(prepared: dict[str, Any]) -> None:
         "701": {f"{DOC1}-2": 2, f"{DOC1}-4": 4, f"{DOC2}-1": 1},
         "702": {f"{DOC3}-2": 3},
     }
-    assert sorted(p for p, g in qrels["702"].items() if not g) == [f"{DOC3}-{k}" for k in (1, 3, 4, 5)]
+    assert sorted(p for p, g in qrels["702"].items() if not g) == [
+        f"{DOC3}-{k}" for k in (1, 3, 4, 5)
+    ]
     lines = (out / "qrels.txt").read_text().splitlines()
     assert (len(lines), lines[0], lines[-1]) == (13, f"701 0 {DOC1}-1 0", f"702 0 {DOC3}-5 0")
     assert read_json(out / "split.json") is None
@@ -154,7 +167,12 @@ def test_seed_makes_the_cut_deterministic() -> None:
     assert first.corpus != other.corpus
 
     def relevant(prepared: Any) -> list[tuple[int, str]]:
-        return sorted((g, prepared.corpus[p]) for judged in prepared.qrels.values() for p, g in judged.items() if g)
+        return sorted(
+            (g, prepared.corpus[p])
+            for judged in prepared.qrels.values()
+            for p, g in judged.items()
+            if g
+        )
 
     assert relevant(first) == relevant(other) and len(relevant(first)) == 4
     assert " ".join(first.corpus.values()).split() == " ".join(other.corpus.values()).split()
@@ -177,7 +195,9 @@ def _synthetic(tmp_path: Path, documents: int = 60) -> list[int]:
             f"<NONE>{sentence(300, f'a{i}')}{sentence(150, f'b{i}')}</NONE><GOOD>{sentence(length, f'r{i}')}</GOOD>"
             f"<NONE>{sentence(400, f'c{i}')}</NONE></TEXT></DOC>"
         )
-    (tmp_path / PASSAGES_FILE).write_text("<ROOT>\n" + "\n".join(docs) + "\n</ROOT>\n", encoding="utf-8")
+    (tmp_path / PASSAGES_FILE).write_text(
+        "<ROOT>\n" + "\n".join(docs) + "\n</ROOT>\n", encoding="utf-8"
+    )
     return lengths
 
 
@@ -213,20 +233,66 @@ def test_cut_lengths_cover_the_run_exactly() -> None:
 @pytest.mark.parametrize(
     ("name", "edit", "line", "problem"),
     [
-        (PASSAGES_FILE, lambda t: t.replace("<GOOD>", "<GREAT>").replace("</GOOD>", "</GREAT>"), 13,
-         f"unexpected <GREAT> in <TEXT> of {DOC1}; expected one of NONE, FAIR, GOOD, EXCEL, PERFECT"),
-        (PASSAGES_FILE, _line(9, lambda s: s.replace("SENTENCE>", "S>")), 9, "unexpected <S> in <NONE>; expected <SENTENCE>"),
-        (PASSAGES_FILE, _line(10, lambda s: s.replace("</SENTENCE>", "")), 12, "malformed XML: mismatched tag"),
-        (PASSAGES_FILE, _line(32, lambda s: s.replace("701", "799")), 30, "TARGET_QID 799 is not a query of gov2.query.json"),
+        (
+            PASSAGES_FILE,
+            lambda t: t.replace("<GOOD>", "<GREAT>").replace("</GOOD>", "</GREAT>"),
+            13,
+            f"unexpected <GREAT> in <TEXT> of {DOC1}; expected one of NONE, FAIR, GOOD, EXCEL, PERFECT",
+        ),
+        (
+            PASSAGES_FILE,
+            _line(9, lambda s: s.replace("SENTENCE>", "S>")),
+            9,
+            "unexpected <S> in <NONE>; expected <SENTENCE>",
+        ),
+        (
+            PASSAGES_FILE,
+            _line(10, lambda s: s.replace("</SENTENCE>", "")),
+            12,
+            "malformed XML: mismatched tag",
+        ),
+        (
+            PASSAGES_FILE,
+            _line(32, lambda s: s.replace("701", "799")),
+            30,
+            "TARGET_QID 799 is not a query of gov2.query.json",
+        ),
         (PASSAGES_FILE, _line(4, lambda _: ""), 3, "<DOC> without a valid <DOCNO> ('')"),
-        (PASSAGES_FILE, _line(46, lambda _: f"<DOCNO>{DOC2}</DOCNO>"), 45, f"DOCNO {DOC2} is repeated (first on line 30)"),
-        (QUERIES_FILE, _line(4, lambda s: s.replace("pesticide use on vegetable farms", " ")), 4, "query 702: 'text' is missing or empty"),
-        (QUERIES_FILE, _line(5, lambda s: s.replace('"703"', '"701"')), 5, "query number 701 is repeated (first on line 3)"),
-        (QUERIES_FILE, _line(6, lambda s: s.replace('"text"', "text")), 6, "invalid JSON: Expecting property name"),
-        (QUERIES_FILE, lambda t: t.replace('"queries"', '"topics"'), 8, "no 'queries' array in the top-level object"),
+        (
+            PASSAGES_FILE,
+            _line(46, lambda _: f"<DOCNO>{DOC2}</DOCNO>"),
+            45,
+            f"DOCNO {DOC2} is repeated (first on line 30)",
+        ),
+        (
+            QUERIES_FILE,
+            _line(4, lambda s: s.replace("pesticide use on vegetable farms", " ")),
+            4,
+            "query 702: 'text' is missing or empty",
+        ),
+        (
+            QUERIES_FILE,
+            _line(5, lambda s: s.replace('"703"', '"701"')),
+            5,
+            "query number 701 is repeated (first on line 3)",
+        ),
+        (
+            QUERIES_FILE,
+            _line(6, lambda s: s.replace('"text"', "text")),
+            6,
+            "invalid JSON: Expecting property name",
+        ),
+        (
+            QUERIES_FILE,
+            lambda t: t.replace('"queries"', '"topics"'),
+            8,
+            "no 'queries' array in the top-level object",
+        ),
     ],
 )
-def test_malformed_input_names_file_and_line(tmp_path: Path, name: str, edit: Any, line: int, problem: str) -> None:
+def test_malformed_input_names_file_and_line(
+    tmp_path: Path, name: str, edit: Any, line: int, problem: str
+) -> None:
     raw = _broken(tmp_path, name, edit)
     with pytest.raises(FormatError) as caught:
         WebAP().parse(raw, {})
@@ -236,9 +302,15 @@ def test_malformed_input_names_file_and_line(tmp_path: Path, name: str, edit: An
 
 
 def test_options_are_checked(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match=r"protocol.webap.options: unknown option\(s\) \['depth'\]"):
+    with pytest.raises(
+        ConfigError, match=r"protocol.webap.options: unknown option\(s\) \['depth'\]"
+    ):
         WebAP().parse(tmp_path, {"depth": 5})
-    with pytest.raises(ConfigError, match=r"protocol.webap.options.seed: expected an integer, got '1'"):
+    with pytest.raises(
+        ConfigError, match=r"protocol.webap.options.seed: expected an integer, got '1'"
+    ):
         WebAP().parse(tmp_path, {"seed": "1"})
-    with pytest.raises(DownloadError, match=r"gov2.query.json: missing; run the download step for webap first"):
+    with pytest.raises(
+        DownloadError, match=r"gov2.query.json: missing; run the download step for webap first"
+    ):
         WebAP().parse(tmp_path, {"seed": 1})

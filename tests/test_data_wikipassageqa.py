@@ -39,8 +39,15 @@ def test_registered_with_mass_et_al_protocol() -> None:
         "options": {},
         "scoring": None,
     }
-    assert [f.name for f in dataset.files] == ["train.tsv", "dev.tsv", "test.tsv", "document_passages.json"]
-    assert {f.url for f in dataset.files} == {"https://ciir.cs.umass.edu/downloads/wikipassageqa/WikiPassageQA.zip"}
+    assert [f.name for f in dataset.files] == [
+        "train.tsv",
+        "dev.tsv",
+        "test.tsv",
+        "document_passages.json",
+    ]
+    assert {f.url for f in dataset.files} == {
+        "https://ciir.cs.umass.edu/downloads/wikipassageqa/WikiPassageQA.zip"
+    }
 
 
 def test_prepare_fixture_end_to_end(raw: Path, tmp_path: Path) -> None:
@@ -59,8 +66,25 @@ def test_prepare_fixture_end_to_end(raw: Path, tmp_path: Path) -> None:
     }
     assert read_json(out / "stats.json") == stats
     corpus = read_corpus(out / "corpus.parquet")
-    assert list(corpus) == ["0_0", "0_1", "0_2", "0_3", "0_10", "1_0", "1_1", "1_2", "1_3", "2_0", "2_1", "2_2", "3_0"]
-    assert corpus["0_10"] == "Its delta is a wetland of international importance and a UNESCO World Heritage Site."
+    assert list(corpus) == [
+        "0_0",
+        "0_1",
+        "0_2",
+        "0_3",
+        "0_10",
+        "1_0",
+        "1_1",
+        "1_2",
+        "1_3",
+        "2_0",
+        "2_1",
+        "2_2",
+        "3_0",
+    ]
+    assert (
+        corpus["0_10"]
+        == "Its delta is a wetland of international importance and a UNESCO World Heritage Site."
+    )
     assert read_queries(out / "queries.tsv") == {
         "101": "Where does the Danube begin and which countries does it cross?",
         "102": "How do plants make energy from light?",
@@ -77,12 +101,19 @@ def test_prepare_fixture_end_to_end(raw: Path, tmp_path: Path) -> None:
         "301": {"2_1": 1},
         "302": {"1_1": 1},
     }
-    assert read_json(out / "split.json") == {"train": ["101", "102", "103"], "dev": ["201"], "test": ["301", "302"]}
+    assert read_json(out / "split.json") == {
+        "train": ["101", "102", "103"],
+        "dev": ["201"],
+        "test": ["301", "302"],
+    }
     pool = read_run(out / "pool.run")
     # All passages of the question's article, in passage order (0_10 after 0_3, not after 0_1).
     assert [pid for pid, _ in rank_order(pool["201"])] == ["0_0", "0_1", "0_2", "0_3", "0_10"]
     assert [pid for pid, _ in rank_order(pool["301"])] == ["2_0", "2_1", "2_2"]
-    assert (out / "pool.run").read_text().splitlines()[:2] == ["101 Q0 0_0 1 5.0 pool", "101 Q0 0_1 2 4.0 pool"]
+    assert (out / "pool.run").read_text().splitlines()[:2] == [
+        "101 Q0 0_0 1 5.0 pool",
+        "101 Q0 0_1 2 4.0 pool",
+    ]
 
 
 def _append_line(path: Path, line: str) -> int:
@@ -94,9 +125,18 @@ def _append_line(path: Path, line: str) -> int:
 @pytest.mark.parametrize(
     ("line", "problem"),
     [
-        ("104\tA question?\t9\tNowhere.html\t0", r"DocumentID 9 \(Nowhere.html\) is not in document_passages.json"),
-        ("104\tA question?\t2\tSonnet.html\t7", r"relevant passage\(s\) \['7'\] are not passages of document 2"),
-        ("104\tA question?\t2\tSonnet.html\t1;2", "RelevantPassages '1;2' is not a comma-separated list"),
+        (
+            "104\tA question?\t9\tNowhere.html\t0",
+            r"DocumentID 9 \(Nowhere.html\) is not in document_passages.json",
+        ),
+        (
+            "104\tA question?\t2\tSonnet.html\t7",
+            r"relevant passage\(s\) \['7'\] are not passages of document 2",
+        ),
+        (
+            "104\tA question?\t2\tSonnet.html\t1;2",
+            "RelevantPassages '1;2' is not a comma-separated list",
+        ),
         ("104\tA question?\t2\tSonnet.html\t1,1", "lists a passage twice"),
         ("104\tA question?\t2\tSonnet.html", "expected 5 tab-separated fields"),
         ("104\t \t2\tSonnet.html\t1", "empty Question"),
@@ -136,9 +176,14 @@ def test_wrong_header_and_bad_json(raw: Path) -> None:
 
 def test_missing_file_and_options(raw: Path) -> None:
     (raw / "document_passages.json").unlink()
-    with pytest.raises(DownloadError, match="missing document_passages.json; run the download step for wikipassageqa"):
+    with pytest.raises(
+        DownloadError,
+        match="missing document_passages.json; run the download step for wikipassageqa",
+    ):
         WikiPassageQA().parse(raw, {})
-    with pytest.raises(ConfigError, match="protocol.wikipassageqa.options: WikiPassageQA takes no options"):
+    with pytest.raises(
+        ConfigError, match="protocol.wikipassageqa.options: WikiPassageQA takes no options"
+    ):
         WikiPassageQA().parse(raw, {"depth": 3})
 
 
@@ -149,15 +194,47 @@ def test_missing_file_and_options(raw: Path) -> None:
 def test_real_split_files_counts_and_records(mirror: Path) -> None:
     folder = mirror_folder(mirror, "wikipassageqa", "test.tsv")
     splits = {name: read_split(folder / f"{name}.tsv") for name in ("train", "dev", "test")}
-    assert {name: len(qs) for name, qs in splits.items()} == {"train": 3332, "dev": 417, "test": 416}
-    assert {name: sum(len(q.relevant) for q in qs) for name, qs in splits.items()} == {"train": 5560, "dev": 707, "test": 700}
+    assert {name: len(qs) for name, qs in splits.items()} == {
+        "train": 3332,
+        "dev": 417,
+        "test": 416,
+    }
+    assert {name: sum(len(q.relevant) for q in qs) for name, qs in splits.items()} == {
+        "train": 5560,
+        "dev": 707,
+        "test": 700,
+    }
     assert len({q.doc_id for qs in splits.values() for q in qs}) == 862
     assert len({q.qid for qs in splits.values() for q in qs}) == 3332 + 417 + 416
     first, last = splits["train"][0], splits["train"][-1]
-    assert first[1:] == ("3086", "What is the role of conversionism in Evangelicalism?", "672", "Evangelicalism.html", ("4",))
-    assert last[1:] == ("2944", "What is the origin of the dollar sign?", "186", "United_States_dollar.html", ("13",))
-    assert splits["dev"][0][1:] == ("884", "How did Mexico begin trying to get independence from Spain?", "61", "Mexico.html", ("22", "23"))
-    assert splits["test"][-1][1:] == ("232", "Why are drainage basins important to the ecology?", "150", "Drainage_basin.html", ("8",))
+    assert first[1:] == (
+        "3086",
+        "What is the role of conversionism in Evangelicalism?",
+        "672",
+        "Evangelicalism.html",
+        ("4",),
+    )
+    assert last[1:] == (
+        "2944",
+        "What is the origin of the dollar sign?",
+        "186",
+        "United_States_dollar.html",
+        ("13",),
+    )
+    assert splits["dev"][0][1:] == (
+        "884",
+        "How did Mexico begin trying to get independence from Spain?",
+        "61",
+        "Mexico.html",
+        ("22", "23"),
+    )
+    assert splits["test"][-1][1:] == (
+        "232",
+        "Why are drainage basins important to the ecology?",
+        "150",
+        "Drainage_basin.html",
+        ("8",),
+    )
     assert (first.line, last.line, splits["dev"][-1].line) == (2, 3333, 418)
 
 
@@ -177,6 +254,9 @@ def test_real_splits_with_a_partial_passage_file(mirror: Path, tmp_path: Path) -
     for name in ("train.tsv", "dev.tsv", "test.tsv"):
         shutil.copy(folder / name, raw / name)
     shutil.copy(FIXTURE / "document_passages.json", raw / "document_passages.json")
-    with pytest.raises(FormatError, match=r"DocumentID 672 \(Evangelicalism.html\) is not in document_passages.json") as caught:
+    with pytest.raises(
+        FormatError,
+        match=r"DocumentID 672 \(Evangelicalism.html\) is not in document_passages.json",
+    ) as caught:
         WikiPassageQA().parse(raw, {})
     assert (caught.value.path, caught.value.line) == (raw / "train.tsv", 2)

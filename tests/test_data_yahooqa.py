@@ -472,7 +472,7 @@ def test_missing_file_and_options(raw: Path) -> None:
     ):
         YahooQA().parse(raw, {})
     with pytest.raises(
-        ConfigError, match=r"protocol.yahooqa.options: unknown option\(s\) \['depth'\]"
+        ConfigError, match=r"protocol.yahooqa.options: YahooQA takes no options, got \['depth'\]"
     ):
         YahooQA().parse(raw, {"depth": 5})
 

@@ -1,10 +1,12 @@
 """The study configuration: load, merge, validate, and resolve one grid cell.
 
-``params.yaml`` is the one configuration; override files only change values. The JSON Schema
-(``workflow/schemas/params.schema.yaml``) rejects unknown keys and wrong types before any job
-runs. Settings are layered, later wins:
+``params.yaml`` is the one configuration; override files only change values. The settings model
+(:mod:`reranklab.settings`) rejects unknown keys, unknown datasets and variants, wrong types and
+wrong dataset options before any job runs, naming the file and the key; the JSON schema
+``workflow/schemas/params.schema.yaml`` is generated from the same model. Settings are layered,
+later wins (:mod:`reranklab.settings.sources`):
 
-1. the schema's defaults;
+1. the model's defaults;
 2. protocols: the dataset's own protocol, then what the user wrote in ``protocol.<dataset>``;
 3. training: the user's shared ``training`` block, then the variant's paper settings, then
    what the user wrote in ``variants.<variant>`` (so presets survive a restated shared block).
@@ -12,18 +14,27 @@ runs. Settings are layered, later wins:
 
 from __future__ import annotations
 
-import copy
 import os
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import yaml
 
 from reranklab.errors import ConfigError
 from reranklab.evaluation.protocol import Scoring
+from reranklab.settings.base import Section
+from reranklab.settings.cell import Cell
+from reranklab.settings.model import DatasetEntry, study_defaults, validate_study
+from reranklab.settings.model import study_model as _study_model
+from reranklab.settings.sources import (
+    deep_merge,
+    merge_protocol,
+    merge_training,
+    protocol_sources,
+    training_sources,
+)
 
 SCHEMA_RELATIVE = Path("workflow/schemas/params.schema.yaml")
 
@@ -41,64 +52,38 @@ def schema_path() -> Path:
     raise ConfigError(f"cannot find the parameter schema {SCHEMA_RELATIVE} (set RERANKLAB_SCHEMA)")
 
 
-@lru_cache(maxsize=4)
-def _load_schema(path: str) -> dict[str, Any]:
-    with open(path, encoding="utf-8") as handle:
-        return yaml.safe_load(handle)
+@lru_cache(maxsize=1)
+def study_model() -> type[Section]:
+    """The settings model of ``params.yaml`` for the registered datasets and variants."""
+    from reranklab.data import dataset_names, get_dataset
+    from reranklab.models.registry import get_variant, variant_names
+
+    datasets = tuple(
+        DatasetEntry(name, dataset.options_model, tuple(dataset.scoring_names()), dataset.label)
+        for name in dataset_names()
+        for dataset in (get_dataset(name),)
+    )
+    return _study_model(
+        datasets, tuple((name, get_variant(name).settings) for name in variant_names())
+    )
 
 
-def load_schema() -> dict[str, Any]:
-    return _load_schema(str(schema_path()))
+def _labels() -> dict[str, str]:
+    from reranklab.data import dataset_names, get_dataset
 
-
-def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
-    """Merge ``override`` into a copy of ``base``: mappings recursively, everything else replaced."""
-    merged = copy.deepcopy(dict(base))
-    for key, value in override.items():
-        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
-            merged[key] = deep_merge(merged[key], value)
-        else:
-            merged[key] = copy.deepcopy(value)
-    return merged
-
-
-def _format_error(error: jsonschema.ValidationError, source: str) -> str:
-    path = ".".join(str(p) for p in error.absolute_path) or "(top level)"
-    if error.validator == "additionalProperties":
-        extra = sorted(set(error.instance) - set(error.schema.get("properties", {})))
-        allowed = ", ".join(sorted(error.schema.get("properties", {})))
-        where = f"{path}." if error.absolute_path else ""
-        keys = ", ".join(f"{where}{k}" for k in extra)
-        return f"{source}: unknown key {keys}" + (f" (allowed here: {allowed})" if allowed else "")
-    return f"{source}: key {path}: {error.message}"
+    return {name: get_dataset(name).label for name in dataset_names()}
 
 
 def validate_config(config: Mapping[str, Any], source: str = "config") -> None:
-    """Raise ConfigError naming the first wrong key (and ``source``) if ``config`` breaks the schema."""
-    validator = jsonschema.Draft202012Validator(load_schema())
-    errors = sorted(validator.iter_errors(dict(config)), key=lambda e: list(e.absolute_path))
-    if errors:
-        raise ConfigError(_format_error(errors[0], source))
-    _validate_names(config, source)
+    """Raise ConfigError naming ``source`` and the first wrong key if ``config`` breaks the model.
 
-
-def _validate_names(config: Mapping[str, Any], source: str) -> None:
-    from reranklab.data import dataset_names
-    from reranklab.models.registry import variant_names
-
-    known_datasets = dataset_names()
-    for name in list(config.get("datasets", [])) + list(config.get("protocol", {})):
-        if name not in known_datasets:
-            raise ConfigError(
-                f"{source}: key datasets: unknown dataset {name!r} (known: {', '.join(known_datasets)})"
-            )
-    known_variants = variant_names()
-    grid_variants = config.get("grid", {}).get("variant", [])
-    for name in list(grid_variants) + list(config.get("variants", {})):
-        if name not in known_variants:
-            raise ConfigError(
-                f"{source}: key grid.variant: unknown variant {name!r} (known: {', '.join(known_variants)})"
-            )
+    Example:
+        >>> validate_config({"variants": {"nosuch": {}}}, "params.yaml")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        reranklab.errors.ConfigError: params.yaml: unknown variant 'nosuch' in variants (key variants.nosuch; known: ...)
+    """
+    validate_study(study_model(), config, source, _labels())
 
 
 def load_params(paths: Iterable[str | os.PathLike[str]]) -> dict[str, Any]:
@@ -122,16 +107,9 @@ def load_params(paths: Iterable[str | os.PathLike[str]]) -> dict[str, Any]:
     return merged
 
 
-def schema_defaults(schema: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """The defaults the schema declares, as a nested dict."""
-    schema = schema or load_schema()
-    out: dict[str, Any] = {}
-    for key, prop in schema.get("properties", {}).items():
-        if prop.get("type") == "object" and "properties" in prop:
-            out[key] = schema_defaults(prop)
-        elif "default" in prop:
-            out[key] = copy.deepcopy(prop["default"])
-    return out
+def schema_defaults() -> dict[str, Any]:
+    """Every key's default, as a nested dict (from the settings model, as the schema shows them)."""
+    return study_defaults(study_model())
 
 
 def with_defaults(config: Mapping[str, Any]) -> dict[str, Any]:
@@ -139,14 +117,12 @@ def with_defaults(config: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def resolve_protocol(config: Mapping[str, Any], dataset: str) -> dict[str, Any]:
-    """The dataset's protocol with the user's non-null overrides applied."""
+    """The dataset's protocol with the user's non-null overrides applied (options key by key)."""
     from reranklab.data import get_dataset
 
-    protocol = get_dataset(dataset).protocol.as_dict()
-    overrides = dict(config.get("protocol", {}).get(dataset) or {})
-    options = overrides.pop("options", None) or {}
-    protocol.update({k: v for k, v in overrides.items() if v is not None})
-    protocol["options"] = {**protocol.get("options", {}), **options}
+    protocol = merge_protocol(
+        protocol_sources(config, dataset, get_dataset(dataset).protocol.as_dict())
+    )
     if protocol["first_stage"] == "bm25" and not protocol.get("depth"):
         raise ConfigError(f"protocol.{dataset}.depth: the bm25 first stage needs a depth (k)")
     return protocol
@@ -185,21 +161,13 @@ def resolve_training(config: Mapping[str, Any], variant: str) -> dict[str, Any]:
     """
     from reranklab.models.registry import get_variant
 
-    training = schema_defaults()["training"]
-    layers = (
-        config.get("training", {}),
-        get_variant(variant).defaults,
-        config.get("variants", {}).get(variant, {}),
+    # The layers, in order, are reranklab.settings.sources.training_sources: a nested block
+    # (``validation``) is merged key by key, so ``variants.<name>.validation: {patience: 5}``
+    # keeps the preset's measure.
+    defaults = schema_defaults()["training"]
+    return merge_training(
+        training_sources(config, variant, defaults, get_variant(variant).defaults)
     )
-    for layer in layers:
-        # Deep: a nested block (``validation``) is merged key by key, so that
-        # ``variants.<name>.validation: {patience: 5}`` keeps the preset's measure.
-        training = deep_merge(training, layer or {})
-    # Validation off (no measure): its block is left out, so the cell's settings, and with them
-    # every job's params, are those of a study written before model selection existed.
-    if not (training.get("validation") or {}).get("measure"):
-        training.pop("validation", None)
-    return training
 
 
 def n_folds(config: Mapping[str, Any], dataset: str) -> int:
@@ -240,8 +208,8 @@ def first_stage_cell(config: Mapping[str, Any], dataset: str) -> dict[str, Any]:
 
 
 def cell_id(variant: str, max_length: int | None) -> str:
-    """The folder name of a cell under results/{runs,metrics,cells}/<dataset>/."""
-    return variant if max_length is None else f"{variant}-L{int(max_length)}"
+    """The folder name of a cell under results/{runs,metrics,cells}/<dataset>/ (:class:`Cell`)."""
+    return Cell("", variant, max_length).name
 
 
 def grid(config: Mapping[str, Any]) -> list[tuple[str, str, int]]:

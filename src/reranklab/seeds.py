@@ -15,14 +15,11 @@ likewise samples, runs, metrics and the per-seed ``cells/<ds>/<cell>/seed<s>/``)
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
 from reranklab.errors import ConfigError
-
-SEED_DIR = re.compile(r"^/seed(\d+)$")
-CELL = re.compile(r"^(?P<variant>[a-z][a-z0-9_]*)(?:-L(?P<max_length>\d+)(?:/seed(?P<seed>\d+))?)?$")
+from reranklab.settings.cell import Cell, seed_of_part, seed_part
 
 
 def study_seeds(config: Mapping[str, Any]) -> list[int] | None:
@@ -35,7 +32,11 @@ def study_seeds(config: Mapping[str, Any]) -> list[int] | None:
     seeds = config.get("seeds")
     if seeds is None:
         return None
-    if not seeds or len(set(seeds)) != len(seeds) or any(isinstance(s, bool) or not isinstance(s, int) for s in seeds):
+    if (
+        not seeds
+        or len(set(seeds)) != len(seeds)
+        or any(isinstance(s, bool) or not isinstance(s, int) for s in seeds)
+    ):
         raise ConfigError(f"seeds: expected a list of distinct integers, got {seeds!r}")
     if any(s < 0 for s in seeds):
         raise ConfigError(f"seeds: seeds must be >= 0, got {seeds!r}")
@@ -49,7 +50,7 @@ def seed_dir(seed: int | None) -> str:
         >>> seed_dir(3), seed_dir(None)
         ('/seed3', '')
     """
-    return "" if seed is None else f"/seed{int(seed)}"
+    return seed_part(seed)
 
 
 def seed_from_dir(part: str, default: int) -> int:
@@ -59,12 +60,8 @@ def seed_from_dir(part: str, default: int) -> int:
         >>> seed_from_dir("/seed7", 42), seed_from_dir("", 42)
         (7, 42)
     """
-    if not part:
-        return int(default)
-    match = SEED_DIR.match(part)
-    if match is None:
-        raise ValueError(f"not a seed path part: {part!r}")
-    return int(match.group(1))
+    seed = seed_of_part(part)
+    return int(default) if seed is None else seed
 
 
 def split_cell(cell: str) -> tuple[str, int | None, int | None]:
@@ -74,9 +71,5 @@ def split_cell(cell: str) -> tuple[str, int | None, int | None]:
         >>> split_cell("bertlets-L64/seed3"), split_cell("pointwise-L256"), split_cell("bm25")
         (('bertlets', 64, 3), ('pointwise', 256, None), ('bm25', None, None))
     """
-    match = CELL.match(cell)
-    if match is None:
-        raise ValueError(f"not a cell name: {cell!r} (expected <variant>-L<max length>[/seed<s>] or a first stage)")
-    max_length = match.group("max_length")
-    seed = match.group("seed")
-    return match.group("variant"), None if max_length is None else int(max_length), None if seed is None else int(seed)
+    parsed = Cell.parse("", cell)
+    return parsed.variant, parsed.max_length, parsed.seed

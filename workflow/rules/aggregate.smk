@@ -3,9 +3,10 @@ def fold_files(pattern):
 
 
 def train_stats(w):
-    if "-L" not in w.cell:
+    cell = Cell.parse(w.dataset, w.cell)
+    if cell.is_first_stage:
         return []
-    return [f"results/models/{w.dataset}/{w.cell}/fold{k}/train_stats.json" for k in folds_of(w.dataset)]
+    return [cell.path("models", f"fold{k}", "train_stats.json") for k in folds_of(w.dataset)]
 
 
 rule aggregate:

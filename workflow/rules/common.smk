@@ -3,7 +3,6 @@ import json
 import os
 
 from reranklab.config import (
-    cell_id,
     first_stage_cell,
     grid,
     n_folds,
@@ -13,7 +12,9 @@ from reranklab.config import (
     validate_config,
     with_defaults,
 )
-from reranklab.seeds import seed_from_dir, split_cell, study_seeds
+from reranklab.seeds import seed_from_dir, study_seeds
+from reranklab.settings.cell import Cell, seed_of_part
+from reranklab.settings.training import NOT_MODEL_KEYS, RUN_OPTION_KEYS, training_view
 
 _sources = [str(f) for f in getattr(workflow, "configfiles", [])] or ["params.yaml"]
 validate_config(config, source=" + ".join(_sources))
@@ -24,9 +25,10 @@ SUMMARY = ["results/summary.csv", "results/summary.md", "results/summary.json"]
 # without it they are unchanged. With it a re-ranker cell wildcard always names its seed, so
 # results/cells/<ds>/<cell>/metrics.json is made only by aggregate_seeds (rules/seeds.smk).
 SEEDS = study_seeds(CFG)
-# How often a training job checkpoints changes nothing it makes: no job re-runs when they change.
-CHECKPOINT_KEYS = ("checkpoint_every", "keep_checkpoints", "delete_checkpoints")
-CELL_PATTERN = r"[a-z][a-z0-9_]*(-L\d+/seed\d+)?" if SEEDS else r"[a-z][a-z0-9_]*(-L\d+)?"
+# A re-ranker cell's folder as wildcards ("{variant}-L{max_length}"; CELL_DIR adds the seed part).
+CELL = Cell.WILDCARDS
+CELL_DIR = Cell.WILDCARDS + Cell.SEED_WILDCARD
+CELL_PATTERN = Cell.pattern(bool(SEEDS))
 
 
 wildcard_constraints:
@@ -71,10 +73,16 @@ def seed_of(w):
     return seed_from_dir(getattr(w, "seed_dir", ""), CFG["seed"])
 
 
+def cell_of(w):
+    """The Cell of a job's {dataset}, {variant}, {max_length} and {seed_dir} wildcards."""
+    return Cell(w.dataset, w.variant, int(w.max_length), seed_of_part(getattr(w, "seed_dir", "")))
+
+
 def train_params(w):
-    # Only what changes the trained model: inference settings, checkpointing and names must not retrain.
+    # Only what changes the trained model (settings flagged otherwise in the model, e.g.
+    # eval_batch_size and the checkpoint options, must not retrain).
     cell = resolve_cell(CFG, w.dataset, w.variant, int(w.max_length))
-    training = {k: v for k, v in cell["training"].items() if k not in ("eval_batch_size", *CHECKPOINT_KEYS)}
+    training = {k: v for k, v in cell["training"].items() if k not in NOT_MODEL_KEYS}
     return as_json({**cell, "seed": seed_of(w), "training": training, "protocol": None, "retrieval": None, "study": None})
 
 
@@ -92,33 +100,34 @@ class RunOptions:
 def checkpoint_options(w):
     # The directory is outside the rule's outputs: Snakemake deletes those of an incomplete
     # job before running it again, and the re-run must find its checkpoints.
-    training = resolve_cell(CFG, w.dataset, w.variant, int(w.max_length))["training"]
-    directory = f"results/checkpoints/{w.dataset}/{w.variant}-L{w.max_length}{w.seed_dir}/fold{w.fold}"
+    training = training_view(resolve_cell(CFG, w.dataset, w.variant, int(w.max_length))["training"])
+    directory = cell_of(w).path("checkpoints", f"fold{w.fold}")
     return RunOptions(
-        f"--checkpoint-dir {directory} --checkpoint-every {int(training['checkpoint_every'])}"
-        f" --keep-checkpoints {int(training['keep_checkpoints'])} --delete-checkpoints {int(bool(training['delete_checkpoints']))}"
+        f"--checkpoint-dir {directory} --checkpoint-every {training.checkpoint_every}"
+        f" --keep-checkpoints {training.keep_checkpoints} --delete-checkpoints {int(training.delete_checkpoints)}"
     )
 
 
 def gpus_of(w):
     """GPUs of one training job: training.gpus with distributed ddp, else 1."""
-    training = resolve_cell(CFG, w.dataset, w.variant, int(w.max_length))["training"]
-    return int(training.get("gpus") or 1) if training.get("distributed") == "ddp" else 1
+    training = training_view(resolve_cell(CFG, w.dataset, w.variant, int(w.max_length))["training"])
+    return training.gpus if training.distributed == "ddp" else 1
 
 
 def rerank_params(w):
     cell = resolve_cell(CFG, w.dataset, w.variant, int(w.max_length))
-    training = {k: v for k, v in cell["training"].items() if k not in CHECKPOINT_KEYS}
+    training = {k: v for k, v in cell["training"].items() if k not in RUN_OPTION_KEYS}
     return as_json({**{k: cell[k] for k in ("dataset", "variant", "max_length")}, "training": training})
 
 
 def cell_params(dataset, cell):
     """The full, resolved settings of a cell (what MLflow records)."""
-    variant, max_length, seed = split_cell(cell)
-    if max_length is not None:
-        resolved = resolve_cell(CFG, dataset, variant, max_length)
+    parsed = Cell.parse(dataset, cell)
+    if not parsed.is_first_stage:
+        resolved = resolve_cell(CFG, dataset, parsed.variant, parsed.max_length)
         # A seed of the seed axis (or, seed None, a multi-seed cell as a whole).
-        return {**resolved, "seed": resolved["seed"] if seed is None else seed, "seeds": SEEDS} if SEEDS else resolved
+        seed = resolved["seed"] if parsed.seed is None else parsed.seed
+        return {**resolved, "seed": seed, "seeds": SEEDS} if SEEDS else resolved
     return first_stage_cell(CFG, dataset)
 
 
@@ -128,7 +137,7 @@ def all_cells():
     for dataset in CFG["datasets"]:
         rows.append((dataset, first_stage_name(dataset), first_stage_name(dataset), None))
     for dataset, variant, max_length in grid(CFG):
-        rows.append((dataset, cell_id(variant, max_length), variant, max_length))
+        rows.append((dataset, Cell(dataset, variant, max_length).name, variant, max_length))
     return rows
 
 

@@ -5,7 +5,7 @@ from reranklab.models.registry import get_variant
 
 
 def cache_dir(w):
-    return f"results/cache/{w.dataset}/{w.variant}-L{w.max_length}{w.seed_dir}/fold{w.fold}"
+    return cell_of(w).path("cache", f"fold{w.fold}")
 
 
 def cache_for(w):
@@ -28,9 +28,9 @@ rule encode:
         queries="results/data/{dataset}/queries.tsv",
         corpus="results/data/{dataset}/corpus.parquet",
     output:
-        directory("results/cache/{dataset}/{variant}-L{max_length}{seed_dir}/fold{fold}"),
+        directory("results/cache/{dataset}/" + CELL_DIR + "/fold{fold}"),
     log:
-        "results/logs/encode/{dataset}/{variant}-L{max_length}{seed_dir}/fold{fold}.log",
+        "results/logs/encode/{dataset}/" + CELL_DIR + "/fold{fold}.log",
     message:
         "Encoding the training pairs and test candidates of {wildcards.dataset} fold {wildcards.fold}{wildcards.seed_dir} once with the frozen encoder of {wildcards.variant}"
     threads: threads_for_models()

@@ -5,7 +5,7 @@
 
 
 def seed_files(pattern):
-    return lambda w: [pattern.format(dataset=w.dataset, cell=f"{w.variant}-L{w.max_length}", seed=s) for s in SEEDS]
+    return lambda w: [pattern.format(dataset=w.dataset, cell=cell_of(w).name, seed=s) for s in SEEDS]
 
 
 if SEEDS:
@@ -18,9 +18,9 @@ if SEEDS:
         input:
             metrics=seed_files("results/cells/{dataset}/{cell}/seed{seed}/metrics.json"),
         output:
-            metrics="results/cells/{dataset}/{variant}-L{max_length}/metrics.json",
+            metrics="results/cells/{dataset}/" + CELL + "/metrics.json",
         log:
-            "results/logs/aggregate_seeds/{dataset}/{variant}-L{max_length}.log",
+            "results/logs/aggregate_seeds/{dataset}/" + CELL + ".log",
         message:
             "Aggregating {wildcards.dataset}/{wildcards.variant}-L{wildcards.max_length} over seeds"
         params:
@@ -33,15 +33,15 @@ if SEEDS:
     rule track_seeds:
         input:
             tracked=seed_files("results/cells/{dataset}/{cell}/seed{seed}/mlflow.json"),
-            metrics="results/cells/{dataset}/{variant}-L{max_length}/metrics.json",
+            metrics="results/cells/{dataset}/" + CELL + "/metrics.json",
         output:
-            "results/cells/{dataset}/{variant}-L{max_length}/mlflow.json",
+            "results/cells/{dataset}/" + CELL + "/mlflow.json",
         log:
-            "results/logs/track_seeds/{dataset}/{variant}-L{max_length}.log",
+            "results/logs/track_seeds/{dataset}/" + CELL + ".log",
         message:
             "Logging {wildcards.dataset}/{wildcards.variant}-L{wildcards.max_length} to MLflow (a run per cell, its seeds nested)"
         params:
-            settings=lambda w: as_json(cell_params(w.dataset, f"{w.variant}-L{w.max_length}")),
+            settings=lambda w: as_json(cell_params(w.dataset, cell_of(w).name)),
             uri=CFG["mlflow"]["tracking_uri"],
             experiment=CFG["mlflow"]["experiment"] or CFG["study"],
         conda:

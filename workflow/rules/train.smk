@@ -65,9 +65,9 @@ rule train:
         cache=cache_for,
         dev=dev_inputs,
     output:
-        directory("results/models/{dataset}/{variant}-L{max_length}{seed_dir}/fold{fold}"),
+        directory("results/models/{dataset}/" + CELL_DIR + "/fold{fold}"),
     log:
-        "results/logs/train/{dataset}/{variant}-L{max_length}{seed_dir}/fold{fold}.log",
+        "results/logs/train/{dataset}/" + CELL_DIR + "/fold{fold}.log",
     message:
         "Fine-tuning {wildcards.variant} (max length {wildcards.max_length}) on {wildcards.dataset} fold {wildcards.fold}{wildcards.seed_dir}"
     threads: threads_for_models()

@@ -1,4 +1,8 @@
 """Dataset options and raw-file checks shared by the dataset modules.
+
+A dataset's options are a :class:`~reranklab.settings.base.DatasetOptions` model declared in its
+module (types, ranges, defaults): ``reranklab validate-config`` checks them with the rest of the
+config, and the module reads them typed (:meth:`reranklab.data.base.Dataset.read_options`).
 """
 
 from __future__ import annotations
@@ -6,32 +10,30 @@ from __future__ import annotations
 import random
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
-from reranklab.errors import ConfigError, DownloadError
+from pydantic import Field
+
+from reranklab.errors import DownloadError
+from reranklab.settings.base import DatasetOptions, PositiveOrAll
 
 
-def positive_int_or_all(options: dict[str, Any], key: str, dataset: str) -> int | None:
-    """An option that is a positive integer or ``"all"`` (→ ``None``).
+class TrainSampleOptions(DatasetOptions):
+    """A seeded sample of the judged training queries (MS MARCO-sized training sets)."""
 
-    Args:
-        options: the dataset's options.
-        key: the option.
-        dataset: the dataset name, for the message.
+    train_queries: PositiveOrAll = Field(
+        20_000, description='judged training queries sampled, or "all"'
+    )
+    train_seed: int = Field(42, description="seed of that sample")
 
-    Raises:
-        ConfigError: any other value.
+
+def count_or_all(value: int | str) -> int | None:
+    """A :data:`~reranklab.settings.base.PositiveOrAll` value as a count, ``None`` for ``"all"``.
 
     Example:
-        >>> positive_int_or_all({"train_queries": "all"}, "train_queries", "msmarco-passage") is None
-        True
+        >>> count_or_all("all") is None, count_or_all(3)
+        (True, 3)
     """
-    value = options.get(key)
-    if value == "all":
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ConfigError(f"protocol.{dataset}.options.{key}: expected a positive integer or 'all', got {value!r}")
-    return value
+    return None if value == "all" else int(value)
 
 
 def sample_ids(ids: list[str], n: int | None, seed: int) -> set[str]:
@@ -51,17 +53,6 @@ def sample_ids(ids: list[str], n: int | None, seed: int) -> set[str]:
     return set(ordered[:n])
 
 
-def check_options(dataset: str, options: dict[str, Any], known: Iterable[str]) -> None:
-    """Refuse options the dataset does not know (a typo would silently change nothing).
-
-    Example:
-        >>> check_options("antique", {"dev_queries": 100}, ("dev_queries", "dev_seed"))
-    """
-    unknown = sorted(set(options) - set(known))
-    if unknown:
-        raise ConfigError(f"protocol.{dataset}.options: unknown option(s) {unknown}; known: {sorted(known)}")
-
-
 def require_files(raw_dir: Path, names: Iterable[str], dataset: str) -> None:
     """DownloadError naming every raw file that is not in ``raw_dir``.
 
@@ -70,4 +61,6 @@ def require_files(raw_dir: Path, names: Iterable[str], dataset: str) -> None:
     """
     missing = [name for name in names if not (raw_dir / name).is_file()]
     if missing:
-        raise DownloadError(f"{raw_dir}: missing {', '.join(missing)}; run the download step for {dataset} first")
+        raise DownloadError(
+            f"{raw_dir}: missing {', '.join(missing)}; run the download step for {dataset} first"
+        )

@@ -50,15 +50,21 @@ def read_text(path: str | os.PathLike[str]) -> str:
     """Decode a (possibly gzipped) file as UTF-8; a bad byte is reported with its line.
 
     Example:
-        >>> read_text("raw/nfl6/nfL6.json.gz")[:1]  # doctest: +SKIP
-        '['
+        >>> import gzip, tempfile
+        >>> from pathlib import Path
+        >>> path = Path(tempfile.mkdtemp()) / "nfL6.json.gz"
+        >>> _ = path.write_bytes(gzip.compress('[{"question": "¿why?"}]'.encode()))
+        >>> read_text(path)
+        '[{"question": "¿why?"}]'
     """
     data = read_bytes(path)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
-        raise FormatError(path, line, f"not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
+        raise FormatError(
+            path, line, f"not valid UTF-8 ({exc.reason} at byte {exc.start})"
+        ) from None
 
 
 # -- JSON --------------------------------------------------------------------------------------
@@ -90,7 +96,9 @@ def _decode(decoder: json.JSONDecoder, text: str, pos: int, path: Any) -> tuple[
     try:
         return decoder.raw_decode(text, pos)
     except json.JSONDecodeError as exc:
-        raise FormatError(path, exc.lineno, f"invalid JSON: {exc.msg} (column {exc.colno})") from None
+        raise FormatError(
+            path, exc.lineno, f"invalid JSON: {exc.msg} (column {exc.colno})"
+        ) from None
 
 
 def _array_items(text: str, pos: int, path: Any, lines: _Lines) -> Iterator[tuple[int, Any]]:
@@ -112,7 +120,11 @@ def _array_items(text: str, pos: int, path: Any, lines: _Lines) -> Iterator[tupl
             lines.at(pos + 1)
             return
         if not char:
-            raise FormatError(path, lines.at(len(text.rstrip())), "the file ends inside a JSON array (no closing ']')")
+            raise FormatError(
+                path,
+                lines.at(len(text.rstrip())),
+                "the file ends inside a JSON array (no closing ']')",
+            )
         if char != ",":
             raise FormatError(path, lines.at(pos), "expected ',' or ']' after an array item")
         pos = _skip(text, pos + 1)
@@ -136,7 +148,9 @@ def iter_json_array(text: str, path: str | os.PathLike[str]) -> Iterator[tuple[i
         raise FormatError(path, lines.at(end), "unexpected data after the JSON array")
 
 
-def iter_json_member_array(text: str, path: str | os.PathLike[str], key: str) -> Iterator[tuple[int, Any]]:
+def iter_json_member_array(
+    text: str, path: str | os.PathLike[str], key: str
+) -> Iterator[tuple[int, Any]]:
     """``(line, item)`` for each item of the array ``text[key]``, ``text`` being one JSON object.
 
     Raises:
@@ -212,8 +226,14 @@ def iter_xml_elements(path: str | os.PathLike[str], tags: set[str]) -> Iterator[
         tags: names of the elements to yield (e.g. ``{"DOC"}``).
 
     Example:
-        >>> for thread in iter_xml_elements("raw/semeval2016/dev.xml", {"Thread"}):  # doctest: +SKIP
+        >>> import tempfile
+        >>> from pathlib import Path
+        >>> path = Path(tempfile.mkdtemp()) / "dev.xml"
+        >>> _ = path.write_text('<root>\\n<Thread THREAD_SEQUENCE="Q1_R1"/>\\n<Thread THREAD_SEQUENCE="Q2_R4"/>\\n</root>')
+        >>> for thread in iter_xml_elements(path, {"Thread"}):
         ...     print(thread.line, thread.attrs["THREAD_SEQUENCE"])
+        2 Q1_R1
+        3 Q2_R4
     """
     parser = expat.ParserCreate()
     parser.buffer_text = True
@@ -249,4 +269,8 @@ def iter_xml_elements(path: str | os.PathLike[str], tags: set[str]) -> Iterator[
             yield from done
             done.clear()
     except expat.ExpatError as exc:
-        raise FormatError(path, exc.lineno, f"malformed XML: {expat.ErrorString(exc.code)} (column {exc.offset + 1})") from None
+        raise FormatError(
+            path,
+            exc.lineno,
+            f"malformed XML: {expat.ErrorString(exc.code)} (column {exc.offset + 1})",
+        ) from None

@@ -23,13 +23,17 @@ from reranklab.io.corpus import SCHEMA as CORPUS_SCHEMA
 
 log = logging.getLogger(__name__)
 
-ROW_GROUP = 20_000  # passages per Parquet row group: ~7 MB of MS MARCO text; peak RSS grows ~1 KB per row
+ROW_GROUP = (
+    20_000  # passages per Parquet row group: ~7 MB of MS MARCO text; peak RSS grows ~1 KB per row
+)
 
 # (position, pid, text): position is a line number for text files, a record number for CBOR.
 CorpusRecord = tuple[int, str, str]
 
 
-def tsv_corpus_records(path: str | Path, progress: Callable[[int], None] | None = None) -> Iterator[CorpusRecord]:
+def tsv_corpus_records(
+    path: str | Path, progress: Callable[[int], None] | None = None
+) -> Iterator[CorpusRecord]:
     """Passages of a ``pid<TAB>text`` collection (MS MARCO, ANTIQUE), line by line.
 
     Args:
@@ -54,7 +58,9 @@ def tsv_corpus_records(path: str | Path, progress: Callable[[int], None] | None 
             try:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
-                raise FormatError(path, lineno, f"not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
+                raise FormatError(
+                    path, lineno, f"not valid UTF-8 ({exc.reason} at byte {exc.start})"
+                ) from None
             line = line.rstrip("\n").rstrip("\r")
             if lineno == 1:
                 line = line.removeprefix("\ufeff")
@@ -122,7 +128,14 @@ def stream_corpus(
     hashes = np.empty(1 << 16, dtype=np.int64)
     pids: list[str] = []
     texts: list[str] = []
-    bar = tqdm(total=total_bytes, unit="B", unit_scale=True, unit_divisor=1024, desc=f"corpus {Path(source).name}", disable=not progress)
+    bar = tqdm(
+        total=total_bytes,
+        unit="B",
+        unit_scale=True,
+        unit_divisor=1024,
+        desc=f"corpus {Path(source).name}",
+        disable=not progress,
+    )
     target = Path(out_path)
     with bar, atomic_path(target) as tmp:
         writer = pq.ParquetWriter(tmp, CORPUS_SCHEMA)
@@ -162,7 +175,9 @@ def _check_unique(hashes: np.ndarray, records: RecordSource, source: str | Path)
         if hash(pid) not in suspects:
             continue
         if pid in first:
-            raise FormatError(source, position, f"duplicate passage id {pid!r} (first at {first[pid]})")
+            raise FormatError(
+                source, position, f"duplicate passage id {pid!r} (first at {first[pid]})"
+            )
         first[pid] = position
 
 
@@ -181,10 +196,14 @@ class StreamingCorpusDataset(Dataset):
         """Queries, qrels, split and pool (``corpus`` left empty)."""
         raise NotImplementedError
 
-    def corpus_records(self, path: Path, progress: Callable[[int], None] | None = None) -> Iterator[CorpusRecord]:
+    def corpus_records(
+        self, path: Path, progress: Callable[[int], None] | None = None
+    ) -> Iterator[CorpusRecord]:
         return tsv_corpus_records(path, progress)
 
-    def split_judgements(self, raw_dir: str | Path, split: str, options: dict[str, Any] | None = None) -> tuple[list[str], Qrels]:
+    def split_judgements(
+        self, raw_dir: str | Path, split: str, options: dict[str, Any] | None = None
+    ) -> tuple[list[str], Qrels]:
         """As :meth:`Dataset.split_judgements`, from :meth:`parse_topics`: the collection is not read."""
         self.check_splits([split])
         prepared = self.parse_topics(Path(raw_dir), {**self.protocol.options, **(options or {})})
@@ -205,16 +224,22 @@ class StreamingCorpusDataset(Dataset):
         empty = 0
         for position, pid, text in self.corpus_records(source):
             if pid in corpus:
-                raise FormatError(source, position, f"duplicate passage id {pid!r} (first at {origin[pid]})")
+                raise FormatError(
+                    source, position, f"duplicate passage id {pid!r} (first at {origin[pid]})"
+                )
             corpus[pid] = text
             origin[pid] = position
             empty += not text.strip()
         prepared.corpus = corpus
         judged = {pid for judged in prepared.qrels.values() for pid in judged}
-        self._corpus_stats(prepared, CorpusStats(len(corpus), empty, judged & corpus.keys()), judged)
+        self._corpus_stats(
+            prepared, CorpusStats(len(corpus), empty, judged & corpus.keys()), judged
+        )
         return prepared
 
-    def prepare(self, raw_dir: str | Path, out_dir: str | Path, options: dict[str, Any] | None = None) -> dict[str, Any]:
+    def prepare(
+        self, raw_dir: str | Path, out_dir: str | Path, options: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
         """Stream the corpus to ``corpus.parquet``, then write the other canonical files.
 
         Example:
@@ -248,6 +273,8 @@ class StreamingCorpusDataset(Dataset):
         missing = len(judged - corpus.found)
         if missing:
             # Judged passages that are not in the collection can never be retrieved; say so.
-            log.warning("%s: %d judged passage(s) are not in %s", self.name, missing, self.corpus_file)
+            log.warning(
+                "%s: %d judged passage(s) are not in %s", self.name, missing, self.corpus_file
+            )
         prepared.extra_stats["empty_passages"] = corpus.empty_passages
         prepared.extra_stats["judged_passages_not_in_corpus"] = missing

@@ -19,7 +19,10 @@ def open_binary(path: str | Path) -> IO[bytes]:
     """Open ``path`` for binary reading, gunzipping it when its content is gzip (by magic bytes).
 
     Example:
-        >>> with open_binary("raw/insuranceqa/vocabulary") as handle:  # doctest: +SKIP
+        >>> import gzip, tempfile
+        >>> path = Path(tempfile.mkdtemp()) / "vocabulary"  # gzipped, without a .gz suffix
+        >>> _ = path.write_bytes(gzip.compress(b"idx_17904\\trating/result\\n"))
+        >>> with open_binary(path) as handle:
         ...     handle.readline()
         b'idx_17904\\trating/result\\n'
     """
@@ -38,8 +41,11 @@ def text_lines(path: str | Path) -> Iterator[tuple[int, str]]:
         FormatError: a line that is not valid UTF-8, or a gzip file that is cut short.
 
     Example:
-        >>> next(text_lines("raw/antique/antique-train-queries.txt"))  # doctest: +SKIP
-        (1, '3097310\\tWhat causes severe swelling and pain in the knees?')
+        >>> import tempfile
+        >>> path = Path(tempfile.mkdtemp()) / "queries.txt"
+        >>> _ = path.write_bytes("\\ufeff3097310\\tWhat causes knee pain?\\r\\n\\n42\\tWhy?\\n".encode())
+        >>> list(text_lines(path))
+        [(1, '3097310\\tWhat causes knee pain?'), (3, '42\\tWhy?')]
     """
     lineno = 0
     try:
@@ -48,14 +54,18 @@ def text_lines(path: str | Path) -> Iterator[tuple[int, str]]:
                 try:
                     line = raw.decode("utf-8")
                 except UnicodeDecodeError as exc:
-                    raise FormatError(path, lineno, f"not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
+                    raise FormatError(
+                        path, lineno, f"not valid UTF-8 ({exc.reason} at byte {exc.start})"
+                    ) from None
                 if lineno == 1:
                     line = line.removeprefix("\ufeff")
                 line = line.rstrip("\n").rstrip("\r")
                 if line.strip():
                     yield lineno, line
     except (EOFError, gzip.BadGzipFile) as exc:
-        raise FormatError(path, lineno + 1, f"compressed file is damaged or cut short ({exc})") from None
+        raise FormatError(
+            path, lineno + 1, f"compressed file is damaged or cut short ({exc})"
+        ) from None
 
 
 def split_id_text(path: str | Path, lineno: int, line: str, kind: str) -> tuple[str, str]:
@@ -82,7 +92,9 @@ def split_id_text(path: str | Path, lineno: int, line: str, kind: str) -> tuple[
     return record_id, text
 
 
-def read_id_texts(path: str | Path, kind: str, keep: Callable[[str], bool] | None = None) -> dict[str, str]:
+def read_id_texts(
+    path: str | Path, kind: str, keep: Callable[[str], bool] | None = None
+) -> dict[str, str]:
     """Read an ``id<TAB>text`` file (queries, topics) in file order.
 
     Args:
@@ -98,7 +110,10 @@ def read_id_texts(path: str | Path, kind: str, keep: Callable[[str], bool] | Non
             id seen before; the error names the file and line.
 
     Example:
-        >>> read_id_texts("raw/trec-dl-2019/topics.dl19-passage.txt", "query")["156493"]  # doctest: +SKIP
+        >>> import tempfile
+        >>> path = Path(tempfile.mkdtemp()) / "topics.txt"
+        >>> _ = path.write_text("156493\\tdo goldfish grow\\n1110199\\twhat is wifi vs bluetooth\\n")
+        >>> read_id_texts(path, "query")["156493"]
         'do goldfish grow'
     """
     records: dict[str, str] = {}
@@ -152,8 +167,12 @@ def read_trec_qrels(
             (qid, docid) pair judged twice.
 
     Example:
-        >>> read_trec_qrels("raw/antique/antique-train.qrel", grades=range(1, 5)).judgements  # doctest: +SKIP
-        27422
+        >>> import tempfile
+        >>> path = Path(tempfile.mkdtemp()) / "train.qrel"
+        >>> _ = path.write_text("q1 Q0 p1 4\\nq1 Q0 p2 1\\nq2 U0 p1 3\\n")
+        >>> read = read_trec_qrels(path, grades=range(1, 5))
+        >>> read.judgements, read.qrels["q1"]
+        (3, {'p1': 4, 'p2': 1})
     """
     allowed = None if grades is None else set(grades)
     qrels: Qrels = {}
@@ -162,14 +181,20 @@ def read_trec_qrels(
     for lineno, line in text_lines(path):
         parts = line.split()
         if len(parts) != 4:
-            raise FormatError(path, lineno, f"expected 4 fields 'qid iteration docid grade', got {len(parts)}")
+            raise FormatError(
+                path, lineno, f"expected 4 fields 'qid iteration docid grade', got {len(parts)}"
+            )
         qid, iteration, docid, grade_text = parts
         try:
             grade = int(grade_text)
         except ValueError:
-            raise FormatError(path, lineno, f"relevance grade {grade_text!r} is not an integer") from None
+            raise FormatError(
+                path, lineno, f"relevance grade {grade_text!r} is not an integer"
+            ) from None
         if allowed is not None and grade not in allowed:
-            raise FormatError(path, lineno, f"relevance grade {grade} is not one of {sorted(allowed)}")
+            raise FormatError(
+                path, lineno, f"relevance grade {grade} is not one of {sorted(allowed)}"
+            )
         if keep is not None and not keep(qid):
             continue
         judged = qrels.setdefault(qid, {})

@@ -29,7 +29,9 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
-from reranklab.data._options import check_options, require_files, sample_ids
+from pydantic import Field
+
+from reranklab.data._options import require_files, sample_ids
 from reranklab.data._streaming import tsv_corpus_records
 from reranklab.data._text_files import read_id_texts, read_trec_qrels
 from reranklab.data.base import Dataset, Prepared, Protocol, RawFile
@@ -37,16 +39,38 @@ from reranklab.data.registry import register_dataset
 from reranklab.errors import ConfigError, FormatError
 from reranklab.evaluation.protocol import Scoring
 from reranklab.io import Qrels
+from reranklab.settings.base import DatasetOptions
 
 BASE_URL = "https://ciir.cs.umass.edu/downloads/Antique/"
+
+
+class AntiqueOptions(DatasetOptions):
+    """ANTIQUE's options: the dev questions held out of its train split."""
+
+    dev_queries: int = Field(200, ge=0, description="train questions held out as dev, 0 for none")
+    dev_seed: int = Field(42, description="seed of the dev sample")
+
+
 COLLECTION = "antique-collection.txt"
 GRADES = (1, 2, 3, 4)
 # (size, sha256) of the released query and qrels files; the collection has a published MD5.
 _CHECKSUMS = {
-    "antique-train-queries.txt": (136_512, "ced8c5d03883aba18524bd679a2e2f529284d58b224f4b9749ea6e1e1bfcac4d"),
-    "antique-train.qrel": (625_622, "9a07e782666628d3317f0039d682075d800959dc42e97f494c5d7f1d8faef821"),
-    "antique-test-queries.txt": (11_434, "72e52d256534a0d5ca6ef8b6a745231317b28025e842a3f1fc6a90260213b4f1"),
-    "antique-test.qrel": (149_838, "d5585c6812e69ce86c81c406e3688d2cbbe55cf0a079924e894afa4fd62bdbcd"),
+    "antique-train-queries.txt": (
+        136_512,
+        "ced8c5d03883aba18524bd679a2e2f529284d58b224f4b9749ea6e1e1bfcac4d",
+    ),
+    "antique-train.qrel": (
+        625_622,
+        "9a07e782666628d3317f0039d682075d800959dc42e97f494c5d7f1d8faef821",
+    ),
+    "antique-test-queries.txt": (
+        11_434,
+        "72e52d256534a0d5ca6ef8b6a745231317b28025e842a3f1fc6a90260213b4f1",
+    ),
+    "antique-test.qrel": (
+        149_838,
+        "d5585c6812e69ce86c81c406e3688d2cbbe55cf0a079924e894afa4fd62bdbcd",
+    ),
 }
 
 
@@ -64,7 +88,9 @@ def read_collection(path: str | Path) -> dict[str, str]:
     origin: dict[str, int] = {}
     for lineno, docid, text in tsv_corpus_records(path):
         if docid in corpus:
-            raise FormatError(path, lineno, f"duplicate answer id {docid!r} (first on line {origin[docid]})")
+            raise FormatError(
+                path, lineno, f"duplicate answer id {docid!r} (first on line {origin[docid]})"
+            )
         corpus[docid] = text
         origin[docid] = lineno
     return corpus
@@ -83,10 +109,22 @@ class Antique(Dataset):
         "Non-Factoid Question Answering Benchmark. In Proceedings of ECIR 2020, pages 166-173."
     )
     files = (
-        RawFile(name=COLLECTION, url=BASE_URL + COLLECTION, size=93_608_031, md5="684f7015aff377062a758e478476aac8"),
-        *(RawFile(name=name, url=BASE_URL + name, size=size, sha256=sha256) for name, (size, sha256) in _CHECKSUMS.items()),
+        RawFile(
+            name=COLLECTION,
+            url=BASE_URL + COLLECTION,
+            size=93_608_031,
+            md5="684f7015aff377062a758e478476aac8",
+        ),
+        *(
+            RawFile(name=name, url=BASE_URL + name, size=size, sha256=sha256)
+            for name, (size, sha256) in _CHECKSUMS.items()
+        ),
     )
-    counts = {"passages": 403_666, "split": {"train": 2_226, "dev": 200, "test": 200}, "judgements": 34_011}
+    counts = {
+        "passages": 403_666,
+        "split": {"train": 2_226, "dev": 200, "test": 200},
+        "judgements": 34_011,
+    }
     protocol = Protocol(
         first_stage="bm25",
         depth=100,
@@ -95,8 +133,9 @@ class Antique(Dataset):
         negatives_per_positive=1,
         relevance_threshold=3,
         metrics=("MAP", "MRR", "P@1", "nDCG@10"),
-        options={"dev_queries": 200, "dev_seed": 42},
+        options=AntiqueOptions.defaults(),
     )
+    options_model = AntiqueOptions
     scorings = (
         Scoring(
             "official",
@@ -137,15 +176,23 @@ class Antique(Dataset):
             judged = read_trec_qrels(raw_dir / f"antique-{part}.qrel", grades=GRADES)
             unknown = sorted(judged.qrels.keys() - texts.keys())
             if unknown:
-                raise FormatError(raw_dir / f"antique-{part}.qrel", None, f"judged questions {unknown[:3]} are not in {path.name}")
+                raise FormatError(
+                    raw_dir / f"antique-{part}.qrel",
+                    None,
+                    f"judged questions {unknown[:3]} are not in {path.name}",
+                )
             queries.update(texts)
             qrels.update(judged.qrels)
             ids[part] = list(texts)
             iterations.update(judged.iterations)
             grades.update(judged.grades)
         if n_dev >= len(ids["train"]):
-            raise ConfigError(f"protocol.{self.name}.options.dev_queries: {n_dev} leaves no training questions (of {len(ids['train'])})")
-        held_out = sample_ids(ids["train"], n_dev, int(options.get("dev_seed", 42))) if n_dev else set()
+            raise ConfigError(
+                f"protocol.{self.name}.options.dev_queries: {n_dev} leaves no training questions (of {len(ids['train'])})"
+            )
+        held_out = (
+            sample_ids(ids["train"], n_dev, self.read_options(options).dev_seed) if n_dev else set()
+        )
         split = {
             "train": [q for q in ids["train"] if q not in held_out],
             "dev": [q for q in ids["train"] if q in held_out],
@@ -157,9 +204,13 @@ class Antique(Dataset):
             "judgements_by_iteration": dict(sorted(iterations.items())),
             "judged_passages_not_in_corpus": len(judged_docs - corpus.keys()),
         }
-        return Prepared(corpus=corpus, queries=queries, qrels=qrels, split=split, pool=None, extra_stats=extra)
+        return Prepared(
+            corpus=corpus, queries=queries, qrels=qrels, split=split, pool=None, extra_stats=extra
+        )
 
-    def raw_files(self, options: dict[str, Any] | None = None, splits: Collection[str] | None = None) -> tuple[RawFile, ...]:
+    def raw_files(
+        self, options: dict[str, Any] | None = None, splits: Collection[str] | None = None
+    ) -> tuple[RawFile, ...]:
         """Every file; for ``splits``, only their queries and qrels (dev is sampled from train).
 
         Example:
@@ -168,10 +219,16 @@ class Antique(Dataset):
         """
         if splits is None:
             return self.files
-        names = {name for part in self._parts(splits) for name in (f"antique-{part}-queries.txt", f"antique-{part}.qrel")}
+        names = {
+            name
+            for part in self._parts(splits)
+            for name in (f"antique-{part}-queries.txt", f"antique-{part}.qrel")
+        }
         return tuple(spec for spec in self.files if spec.name in names)
 
-    def split_judgements(self, raw_dir: str | Path, split: str, options: dict[str, Any] | None = None) -> tuple[list[str], Qrels]:
+    def split_judgements(
+        self, raw_dir: str | Path, split: str, options: dict[str, Any] | None = None
+    ) -> tuple[list[str], Qrels]:
         """Questions and qrels of one split from its query and qrels files (no collection).
 
         Example:
@@ -192,8 +249,14 @@ class Antique(Dataset):
         split_ids = {"test": ids.get("test", [])}
         if "train" in ids:
             if n_dev >= len(ids["train"]):
-                raise ConfigError(f"protocol.{self.name}.options.dev_queries: {n_dev} leaves no training questions (of {len(ids['train'])})")
-            held_out = sample_ids(ids["train"], n_dev, int(merged.get("dev_seed", 42))) if n_dev else set()
+                raise ConfigError(
+                    f"protocol.{self.name}.options.dev_queries: {n_dev} leaves no training questions (of {len(ids['train'])})"
+                )
+            held_out = (
+                sample_ids(ids["train"], n_dev, self.read_options(merged).dev_seed)
+                if n_dev
+                else set()
+            )
             split_ids["train"] = [q for q in ids["train"] if q not in held_out]
             split_ids["dev"] = [q for q in ids["train"] if q in held_out]
         return self._split_of(split_ids, qrels, split)
@@ -201,12 +264,12 @@ class Antique(Dataset):
     def _parts(self, splits: Collection[str]) -> list[str]:
         # The released parts (train, test) that hold these splits' questions.
         self.check_splits(splits)
-        wanted = {"train", "test"} if "all" in splits else {"test" if s == "test" else "train" for s in splits}
+        wanted = (
+            {"train", "test"}
+            if "all" in splits
+            else {"test" if s == "test" else "train" for s in splits}
+        )
         return [part for part in ("train", "test") if part in wanted]
 
     def _dev_queries(self, options: dict[str, Any]) -> int:
-        check_options(self.name, options, ("dev_queries", "dev_seed"))
-        n_dev = options.get("dev_queries", 200)
-        if isinstance(n_dev, bool) or not isinstance(n_dev, int) or n_dev < 0:
-            raise ConfigError(f"protocol.{self.name}.options.dev_queries: expected an integer >= 0, got {n_dev!r}")
-        return n_dev
+        return self.read_options(options).dev_queries

@@ -14,13 +14,22 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Collection
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from pydantic import ValidationError
 
 from reranklab.errors import ConfigError
 from reranklab.evaluation.protocol import Scoring, default_scoring
 from reranklab.io import Qrels, Run, write_corpus, write_json, write_qrels, write_queries, write_run
+from reranklab.settings.base import DatasetOptions, NoOptions
+from reranklab.settings.errors import config_error
+from reranklab.settings.protocol import (
+    Protocol,  # declared with the settings (types, ranges, texts)
+)
+
+__all__ = ["Dataset", "Prepared", "Protocol", "RawFile"]
 
 
 @dataclass(frozen=True)
@@ -51,43 +60,6 @@ class RawFile:
     manual: str | None = None
     md5: str | None = None
     archive_md5: str | None = None
-
-
-@dataclass(frozen=True)
-class Protocol:
-    """A dataset's evaluation protocol (the papers' settings); every field can be overridden.
-
-    Args:
-        first_stage: ``bm25`` (BM25 top-``depth`` over the corpus) or ``pool`` (own candidates).
-        depth: candidates per query; ``None`` keeps a pool whole.
-        inject_relevant: put the first relevant passage missing from the top-``depth`` at
-            position ``depth`` (Mass et al.).
-        split: ``cv`` (k-fold by query) or ``predefined``.
-        folds: k for ``cv``.
-        negatives_per_positive: negatives kept per positive in training, or ``"all"``.
-        relevance_threshold: smallest grade that counts as relevant in training (positives,
-            injection); the scoring protocol has its own levels.
-        metrics: headline measures, in the order the papers report them.
-        options: dataset-specific settings.
-        scoring: name of the dataset's scoring protocol (``None`` = its first, the official
-            one; see :attr:`Dataset.scorings`).
-    """
-
-    first_stage: str = "bm25"
-    depth: int | None = 100
-    inject_relevant: bool = False
-    split: str = "cv"
-    folds: int = 5
-    negatives_per_positive: int | str = "all"
-    relevance_threshold: int = 1
-    metrics: tuple[str, ...] = ("P@1", "MAP", "MRR")
-    options: dict[str, Any] = field(default_factory=dict)
-    scoring: str | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        out = asdict(self)
-        out["metrics"] = list(self.metrics)
-        return out
 
 
 @dataclass
@@ -140,6 +112,8 @@ class Dataset(ABC):
     files: tuple[RawFile, ...]
     protocol: Protocol
     mirror_dir: str | None = None  # folder name in the mirror; defaults to ``name``
+    # The dataset's own options (protocol.<name>.options), typed: validated with the config.
+    options_model: type[DatasetOptions] = NoOptions
     # Named scoring protocols, the official one first; none declared = the papers' default
     # (queries with a relevant passage, trec_eval measures at the relevance threshold).
     scorings: tuple[Scoring, ...] = ()
@@ -147,6 +121,36 @@ class Dataset(ABC):
     @property
     def mirror_folder(self) -> str:
         return self.mirror_dir or self.name
+
+    @property
+    def label(self) -> str:
+        """How messages call the dataset: its title up to the colon (``nfL6``, ``WikiQA``)."""
+        return self.title.split(":")[0]
+
+    def scoring_names(self) -> list[str]:
+        """The names of its scoring protocols, the official one first."""
+        return [s.name for s in self.scorings] or [
+            default_scoring(self.protocol.relevance_threshold).name
+        ]
+
+    def read_options(self, options: dict[str, Any] | None = None) -> Any:
+        """``options`` over the protocol's, typed by :attr:`options_model`.
+
+        Raises:
+            ConfigError: an unknown option or a wrong value (``protocol.<name>.options.<key>``).
+
+        Example:
+            >>> get_dataset("insuranceqa").read_options({"pool_size": 500}).pool_size  # doctest: +SKIP
+            500
+        """
+        merged = {**self.protocol.options, **(options or {})}
+        try:
+            return self.options_model.model_validate(merged, strict=True)
+        except ValidationError as exc:
+            where = ("protocol", self.name, "options")
+            raise config_error(
+                exc, self.options_model, where=where, labels={self.name: self.label}
+            ) from None
 
     def scoring(self, name: str | None = None, relevance: int | None = None) -> Scoring:
         """The scoring protocol called ``name`` (default: the official one).
@@ -159,13 +163,17 @@ class Dataset(ABC):
         Raises:
             ConfigError: ``name`` is not one of the dataset's scorings (they are listed).
         """
-        declared = self.scorings or (default_scoring(self.protocol.relevance_threshold if relevance is None else relevance),)
+        declared = self.scorings or (
+            default_scoring(self.protocol.relevance_threshold if relevance is None else relevance),
+        )
         wanted = name or self.protocol.scoring or declared[0].name
         for scoring in declared:
             if scoring.name == wanted:
                 return scoring
         known = ", ".join(s.name for s in declared)
-        raise ConfigError(f"protocol.{self.name}.scoring: {wanted!r} is not a scoring of {self.name} (known: {known})")
+        raise ConfigError(
+            f"protocol.{self.name}.scoring: {wanted!r} is not a scoring of {self.name} (known: {known})"
+        )
 
     @abstractmethod
     def parse(self, raw_dir: Path, options: dict[str, Any]) -> Prepared:
@@ -181,7 +189,11 @@ class Dataset(ABC):
             >>> get_dataset("wikiqa").split_names()  # doctest: +SKIP
             ('train', 'dev', 'test', 'all')
         """
-        return ("train", "dev", "test", "all") if getattr(self.protocol, "split", None) == "predefined" else ("all",)
+        return (
+            ("train", "dev", "test", "all")
+            if getattr(self.protocol, "split", None) == "predefined"
+            else ("all",)
+        )
 
     def check_splits(self, splits: Collection[str]) -> None:
         """ConfigError naming the splits of ``splits`` that this dataset does not have.
@@ -195,7 +207,9 @@ class Dataset(ABC):
                 f"{self.name} has no split {', '.join(map(repr, unknown))} (its splits: {', '.join(self.split_names())})"
             )
 
-    def raw_files(self, options: dict[str, Any] | None = None, splits: Collection[str] | None = None) -> tuple[RawFile, ...]:
+    def raw_files(
+        self, options: dict[str, Any] | None = None, splits: Collection[str] | None = None
+    ) -> tuple[RawFile, ...]:
         """The raw files that ``options`` and ``splits`` need (default: every file in :attr:`files`).
 
         Args:
@@ -215,7 +229,9 @@ class Dataset(ABC):
             self.check_splits(splits)
         return self.files
 
-    def split_judgements(self, raw_dir: str | Path, split: str, options: dict[str, Any] | None = None) -> tuple[list[str], Qrels]:
+    def split_judgements(
+        self, raw_dir: str | Path, split: str, options: dict[str, Any] | None = None
+    ) -> tuple[list[str], Qrels]:
         """The queries of ``split`` (in file order) and their judgements, read from ``raw_dir``.
 
         This default parses the whole dataset (:meth:`parse`); datasets override it to read only
@@ -243,7 +259,11 @@ class Dataset(ABC):
         return self._split_of(prepared.split, prepared.qrels, split, list(prepared.queries))
 
     def _split_of(
-        self, split_ids: dict[str, list[str]] | None, qrels: Qrels, split: str, every_query: list[str] | None = None
+        self,
+        split_ids: dict[str, list[str]] | None,
+        qrels: Qrels,
+        split: str,
+        every_query: list[str] | None = None,
     ) -> tuple[list[str], Qrels]:
         """``(qids, qrels)`` of ``split`` from a parsed split (helper of :meth:`split_judgements`).
 
@@ -254,14 +274,20 @@ class Dataset(ABC):
             ConfigError: the split has no queries.
         """
         if split == "all":
-            qids = [q for ids in split_ids.values() for q in ids] if split_ids else list(every_query or qrels)
+            qids = (
+                [q for ids in split_ids.values() for q in ids]
+                if split_ids
+                else list(every_query or qrels)
+            )
         else:
             qids = list((split_ids or {}).get(split) or [])
         if not qids:
             raise ConfigError(f"the {split} split of {self.name} has no queries")
         return qids, {qid: qrels[qid] for qid in qids if qid in qrels}
 
-    def run_aliases(self, raw_dir: str | Path, split: str) -> dict[str, tuple[str, dict[str, str]]] | None:
+    def run_aliases(
+        self, raw_dir: str | Path, split: str
+    ) -> dict[str, tuple[str, dict[str, str]]] | None:
         """Another numbering that published runs of ``split`` use, or ``None`` (the default).
 
         Returns:
@@ -271,6 +297,8 @@ class Dataset(ABC):
         """
         return None
 
-    def prepare(self, raw_dir: str | Path, out_dir: str | Path, options: dict[str, Any] | None = None) -> dict[str, Any]:
+    def prepare(
+        self, raw_dir: str | Path, out_dir: str | Path, options: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
         merged = {**self.protocol.options, **(options or {})}
         return self.parse(Path(raw_dir), merged).write(out_dir)

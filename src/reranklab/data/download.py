@@ -6,8 +6,9 @@ Each :class:`~reranklab.data.base.RawFile` is taken from the first source that h
 2. the local mirror ``<mirror>/<dataset.mirror_folder>/<name>``, or the archive of its URL
    stored there under the URL's base name (the member is extracted from it);
 3. ``package:<package>/<resource>`` URLs: a file shipped inside reranklab;
-4. HTTP(S): retried with backoff and resumed with ``Range`` from a ``.part`` file; archives
-   (zip, tar.gz, tar.bz2, single .gz/.bz2) are checked, then the member is extracted.
+4. HTTP(S): retried with exponential back-off (``tenacity``) and resumed with ``Range`` from a
+   ``.part`` file; archives (zip, tar.gz, tar.bz2, single .gz/.bz2) are checked, then the
+   member is extracted.
 
 Every file is checked (size, then sha256, where known) before it is renamed onto its final
 path, so a failed or corrupt fetch never leaves a file there. ``raw/manifest.json`` is written
@@ -17,6 +18,14 @@ every later fetch, and a copy that differs is refused.
 
 Downloads go through ``raw/.download/<URL base name>`` (and ``.part`` while incomplete), the same
 name under which a mirror may hold an archive; the URLs of one dataset must differ in base name.
+
+Archives are read by ``zipfile`` and ``tarfile`` (a tar as one stream, ``r|*``), each wanted
+member copied into a file this module names; ``extractall`` is not used, since it would write
+every member under its own name (a dataset needs a few files of a multi-GB archive). No member's
+path is ever joined to a folder, so ``tarfile``'s extraction filters (``filter="data"``, which
+guard ``extract`` into a folder) have nothing to guard here; instead a member that could escape
+(an absolute path, a ``..`` component, a link that leaves the archive) is refused, in zip and
+tar alike (:func:`extract_member`).
 """
 
 from __future__ import annotations
@@ -122,7 +131,15 @@ def fetch_dataset(
     raw.mkdir(parents=True, exist_ok=True)
     mirror_dir = _mirror_dataset_dir(mirror, dataset)
     # Only the wanted files: a tar's other members are not extracted alongside them either.
-    fetcher = _Fetcher(raw, mirror_dir, wanted, retries=retries, backoff=backoff, timeout=timeout, progress=progress)
+    fetcher = _Fetcher(
+        raw,
+        mirror_dir,
+        wanted,
+        retries=retries,
+        backoff=backoff,
+        timeout=timeout,
+        progress=progress,
+    )
     previous = _previous_sources(raw / MANIFEST)
     recorded = _recorded_checks(raw / MANIFEST)
     entries: list[dict[str, Any]] = []
@@ -145,7 +162,14 @@ def fetch_dataset(
             target = raw / spec.name
             if source == "present":
                 source = previous.get(spec.name, "present")
-            entries.append({"name": spec.name, "size": target.stat().st_size, "sha256": sha256_of(target), "source": source})
+            entries.append(
+                {
+                    "name": spec.name,
+                    "size": target.stat().st_size,
+                    "sha256": sha256_of(target),
+                    "source": source,
+                }
+            )
     finally:
         fetcher.discard_staged()  # downloaded archives stay for a retry; extracted leftovers do not
     if manual_missing:
@@ -164,12 +188,22 @@ class _Fetcher:
     """Fetch the raw files of one dataset; archives are shared between files of one call."""
 
     def __init__(
-        self, raw: Path, mirror_dir: Path | None, files: Sequence[RawFile], *, retries: int, backoff: float, timeout: float, progress: bool
+        self,
+        raw: Path,
+        mirror_dir: Path | None,
+        files: Sequence[RawFile],
+        *,
+        retries: int,
+        backoff: float,
+        timeout: float,
+        progress: bool,
     ) -> None:
         self.raw = raw
         self.mirror_dir = mirror_dir
         self.files = list(files)
-        self.staged: dict[tuple[Path, str], Path] = {}  # (archive, member) -> extracted, not yet verified
+        self.staged: dict[
+            tuple[Path, str], Path
+        ] = {}  # (archive, member) -> extracted, not yet verified
         self.retries = max(1, retries)
         self.backoff = backoff
         self.timeout = timeout
@@ -197,7 +231,9 @@ class _Fetcher:
             if source is not None:
                 return source
         if bad_manual is not None:
-            raise DownloadError(f"{target}: {bad_manual}; replace it with the right file ({spec.manual})")
+            raise DownloadError(
+                f"{target}: {bad_manual}; replace it with the right file ({spec.manual})"
+            )
         if spec.manual:
             raise _ManualMissing(spec.name)
         if spec.url is None:
@@ -213,7 +249,9 @@ class _Fetcher:
             if self.mirror_dir is None:
                 raise
             # Say why the network was tried at all: the mirror lacks the file.
-            raise DownloadError(f"{spec.name}: {self._mirror_lacks(spec)}, and downloading it failed: {exc}") from None
+            raise DownloadError(
+                f"{spec.name}: {self._mirror_lacks(spec)}, and downloading it failed: {exc}"
+            ) from None
 
     def cleanup(self) -> None:
         # Archives are only kept to serve several members of one call; raw/ keeps the files.
@@ -242,13 +280,20 @@ class _Fetcher:
             siblings = [spec] + [
                 other
                 for other in self.files
-                if other is not spec and other.member and other.url and _unpacks(other)
-                and _url_basename(other.url) == archive.name and not (self.raw / other.name).is_file()
+                if other is not spec
+                and other.member
+                and other.url
+                and _unpacks(other)
+                and _url_basename(other.url) == archive.name
+                and not (self.raw / other.name).is_file()
                 and not (self.mirror_dir is not None and (self.mirror_dir / other.name).is_file())
             ]
             if len(siblings) > 1:
                 self.downloads.mkdir(parents=True, exist_ok=True)
-                dests = {other.member: self.downloads / f".{archive.name}.{i}.member" for i, other in enumerate(siblings)}
+                dests = {
+                    other.member: self.downloads / f".{archive.name}.{i}.member"
+                    for i, other in enumerate(siblings)
+                }
                 try:
                     extract_members(archive, dests)
                 except BaseException:
@@ -263,7 +308,14 @@ class _Fetcher:
                 os.replace(staged, tmp)
             else:
                 extract_member(archive, spec.member, tmp)
-            _verify(tmp, spec.size, spec.sha256, what=spec.name, source=f"{archive}!{spec.member or archive.name}", md5=spec.md5)
+            _verify(
+                tmp,
+                spec.size,
+                spec.sha256,
+                what=spec.name,
+                source=f"{archive}!{spec.member or archive.name}",
+                md5=spec.md5,
+            )
 
     # -- sources ---------------------------------------------------------------------------
 
@@ -276,7 +328,13 @@ class _Fetcher:
         if spec.url and _unpacks(spec):
             archive = self.mirror_dir / _url_basename(spec.url)
             if archive.is_file():
-                _verify(archive, spec.archive_size, spec.archive_sha256, what=f"archive {archive.name} (for {spec.name})", md5=spec.archive_md5)
+                _verify(
+                    archive,
+                    spec.archive_size,
+                    spec.archive_sha256,
+                    what=f"archive {archive.name} (for {spec.name})",
+                    md5=spec.archive_md5,
+                )
                 self._place_extracted(archive, spec, target)
                 return f"{self._mirror_label(archive)}!{spec.member or archive.name}"
         return None
@@ -309,24 +367,50 @@ class _Fetcher:
             return spec.url
         archive = self.downloads / _url_basename(spec.url)
         if archive not in self.fetched_archives:
-            if not (archive.is_file() and _check(archive, spec.archive_size, spec.archive_sha256, spec.archive_md5) is None):
+            if not (
+                archive.is_file()
+                and _check(archive, spec.archive_size, spec.archive_sha256, spec.archive_md5)
+                is None
+            ):
                 self.downloads.mkdir(parents=True, exist_ok=True)
                 with atomic_path(archive) as tmp:
-                    self._download(spec.url, tmp, spec.archive_size, spec.archive_sha256, what=f"archive {archive.name}", md5=spec.archive_md5)
+                    self._download(
+                        spec.url,
+                        tmp,
+                        spec.archive_size,
+                        spec.archive_sha256,
+                        what=f"archive {archive.name}",
+                        md5=spec.archive_md5,
+                    )
             self.fetched_archives.add(archive)
         self._place_extracted(archive, spec, target)
         return f"{spec.url}!{spec.member or archive.name}"
 
     # -- HTTP --------------------------------------------------------------------------------
 
-    def _download(self, url: str, dest: Path, size: int | None, sha256: str | None, what: str, md5: str | None = None) -> None:
+    def _download(
+        self,
+        url: str,
+        dest: Path,
+        size: int | None,
+        sha256: str | None,
+        what: str,
+        md5: str | None = None,
+    ) -> None:
         """Download ``url`` to ``dest`` via ``<downloads>/<basename>.part``, resuming, then verify."""
         part = self.downloads / (_url_basename(url) + ".part")
 
         def warn(state: tenacity.RetryCallState) -> None:
             error = state.outcome.exception() if state.outcome else None
             delay = state.next_action.sleep if state.next_action else 0.0
-            log.warning("%s: attempt %d/%d failed (%s); retrying in %.1fs", url, state.attempt_number, self.retries, error, delay)
+            log.warning(
+                "%s: attempt %d/%d failed (%s); retrying in %.1fs",
+                url,
+                state.attempt_number,
+                self.retries,
+                error,
+                delay,
+            )
 
         # Each attempt is a whole request that resumes from the .part (a body cut half-way is
         # retried too, which urllib3's Retry, retrying a request before its body, does not do).
@@ -344,12 +428,16 @@ class _Fetcher:
         except _TRANSIENT as exc:
             # Say what is really left: a .part may never have been created (no connection), or
             # been discarded by the last attempt (stale, or resumed at the wrong byte).
-            raise DownloadError(f"{what}: download of {url} failed after {self.retries} attempts: {exc}{_partial_note(part)}") from None
+            raise DownloadError(
+                f"{what}: download of {url} failed after {self.retries} attempts: {exc}{_partial_note(part)}"
+            ) from None
         problem = _check(part, size, sha256, md5)
         if problem is not None:
             # A complete but wrong file cannot be resumed into a right one: start over next time.
             part.unlink()
-            raise DownloadError(f"{what}: {problem} (downloaded from {url}); the download was discarded")
+            raise DownloadError(
+                f"{what}: {problem} (downloaded from {url}); the download was discarded"
+            )
         shutil.move(part, dest)
 
     def _download_once(self, url: str, part: Path, size: int | None) -> None:
@@ -387,7 +475,9 @@ class _Fetcher:
                 start = _content_range_start(response.headers.get("Content-Range"))
                 if start != offset:
                     part.unlink()
-                    raise urllib.error.URLError(f"server resumed at byte {start}, not {offset}; starting over")
+                    raise urllib.error.URLError(
+                        f"server resumed at byte {start}, not {offset}; starting over"
+                    )
                 mode = "ab"
             else:
                 # 200 to a Range request: the server does not resume, so start from zero.
@@ -395,8 +485,13 @@ class _Fetcher:
             length = response.headers.get("Content-Length")
             expected = offset + int(length) if length is not None and length.isdigit() else size
             bar = tqdm(
-                total=expected, initial=offset, unit="B", unit_scale=True, unit_divisor=1024,
-                desc=_url_basename(url), disable=not self.progress,
+                total=expected,
+                initial=offset,
+                unit="B",
+                unit_scale=True,
+                unit_divisor=1024,
+                desc=_url_basename(url),
+                disable=not self.progress,
             )
             log.info("downloading %s%s", url, f" from byte {offset}" if offset else "")
             received = offset
@@ -432,7 +527,9 @@ def _partial_note(part: Path, fatal: bool = False) -> str:
     if received:
         if fatal:
             return f"; the partial file {part} ({received} bytes, from an earlier run) is kept"
-        return f"; the {received} bytes received are kept in {part} and the next run resumes from them"
+        return (
+            f"; the {received} bytes received are kept in {part} and the next run resumes from them"
+        )
     with contextlib.suppress(FileNotFoundError):
         part.unlink()
     return "" if fatal else "; no partial file is left to resume from"
@@ -446,7 +543,11 @@ def _check(path: Path, size: int | None, sha256: str | None, md5: str | None = N
     actual_size = path.stat().st_size
     if size is not None and actual_size != size:
         return f"size mismatch: expected {size} bytes, got {actual_size} bytes"
-    wanted = {name: value.lower() for name, value in (("sha256", sha256), ("md5", md5)) if value is not None}
+    wanted = {
+        name: value.lower()
+        for name, value in (("sha256", sha256), ("md5", md5))
+        if value is not None
+    }
     if wanted:
         # One pass computes every published digest (some datasets publish only an MD5).
         digests = {name: hashlib.new(name) for name in wanted}
@@ -462,7 +563,12 @@ def _check(path: Path, size: int | None, sha256: str | None, md5: str | None = N
 
 
 def _verify(
-    path: Path, size: int | None, sha256: str | None, what: str, source: str | None = None, md5: str | None = None
+    path: Path,
+    size: int | None,
+    sha256: str | None,
+    what: str,
+    source: str | None = None,
+    md5: str | None = None,
 ) -> None:
     problem = _check(path, size, sha256, md5)
     if problem is not None:
@@ -480,7 +586,9 @@ def _place_copy(origin: Path, target: Path, spec: RawFile, label: str) -> None:
 # -- archives ----------------------------------------------------------------------------------
 
 
-def extract_member(archive: str | os.PathLike[str], member: str | None, dest: str | os.PathLike[str]) -> None:
+def extract_member(
+    archive: str | os.PathLike[str], member: str | None, dest: str | os.PathLike[str]
+) -> None:
     """Write one member of a zip / tar(.gz/.bz2/.xz) archive, or a single .gz/.bz2 file, to ``dest``.
 
     The format is told by content, not by name. Unsafe members are refused: absolute paths,
@@ -514,7 +622,9 @@ def extract_member(archive: str | os.PathLike[str], member: str | None, dest: st
             raise DownloadError(f"{path}: cannot decompress: {exc}") from None
 
 
-def extract_members(archive: str | os.PathLike[str], wanted: Mapping[str, str | os.PathLike[str]]) -> None:
+def extract_members(
+    archive: str | os.PathLike[str], wanted: Mapping[str, str | os.PathLike[str]]
+) -> None:
     """Write several members of a zip or tar archive, each to its destination.
 
     A tar (plain or compressed) is read in one pass whatever the number of members; a zip has
@@ -529,7 +639,9 @@ def extract_members(archive: str | os.PathLike[str], wanted: Mapping[str, str | 
         for member, dest in wanted.items():
             _extract_zip(path, _need_member(path, member), Path(dest))
     elif _is_tar(path):
-        _extract_tar_members(path, {_need_member(path, member): Path(dest) for member, dest in wanted.items()})
+        _extract_tar_members(
+            path, {_need_member(path, member): Path(dest) for member, dest in wanted.items()}
+        )
     else:
         raise DownloadError(f"{path}: not a zip or tar archive")
 
@@ -553,11 +665,15 @@ def _safe_name(archive: Path, name: str) -> str:
 def _link_target(archive: Path, member: str, link: str, relative_to_member: bool) -> str:
     """The in-archive path a link points to; refused when it leaves the archive's folder."""
     if link.startswith("/"):
-        raise DownloadError(f"{archive}: refusing member {member!r}: link to absolute path {link!r}")
+        raise DownloadError(
+            f"{archive}: refusing member {member!r}: link to absolute path {link!r}"
+        )
     base = posixpath.dirname(member) if relative_to_member else ""
     resolved = posixpath.normpath(posixpath.join(base, link))
     if resolved == ".." or resolved.startswith("../"):
-        raise DownloadError(f"{archive}: refusing member {member!r}: link {link!r} escapes the archive folder")
+        raise DownloadError(
+            f"{archive}: refusing member {member!r}: link {link!r} escapes the archive folder"
+        )
     return resolved
 
 
@@ -606,7 +722,9 @@ def _extract_tar_members(archive: Path, wanted: dict[str, Path]) -> None:
                     _safe_name(archive, info.name)
                     if info.issym() or info.islnk():
                         # Symlinks are relative to their folder, hard links to the archive root.
-                        links[name] = _link_target(archive, info.name, info.linkname, relative_to_member=info.issym())
+                        links[name] = _link_target(
+                            archive, info.name, info.linkname, relative_to_member=info.issym()
+                        )
                         continue
                     if not info.isfile():
                         raise DownloadError(f"{archive}: member {name!r} is not a regular file")
@@ -694,7 +812,7 @@ def _content_range_start(value: str | None) -> int | None:
 
 def _package_resource(url: str) -> Any:
     """``package:pkg.sub/dir/file`` → the resource (the longest importable package prefix)."""
-    spec = url[len("package:"):]
+    spec = url[len("package:") :]
     package, _, resource = spec.partition("/")
     if not package or not resource:
         raise DownloadError(f"bad package URL {url!r}: expected 'package:<package>/<file>'")
@@ -738,7 +856,11 @@ def _previous_sources(manifest: Path) -> dict[str, str]:
 def _recorded_checks(manifest: Path) -> dict[str, dict[str, Any]]:
     # What an earlier fetch recorded of each file: its size and sha256.
     try:
-        return {entry["name"]: entry for entry in read_json(manifest).get("files", []) if isinstance(entry, dict)}
+        return {
+            entry["name"]: entry
+            for entry in read_json(manifest).get("files", [])
+            if isinstance(entry, dict)
+        }
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return {}
 
@@ -750,11 +872,15 @@ def _trust_on_first_use(spec: RawFile, recorded: Mapping[str, Any] | None) -> Ra
     sha256, size = recorded.get("sha256"), recorded.get("size")
     if not (isinstance(sha256, str) and len(sha256) == 64 and isinstance(size, int)):
         return spec
-    return dataclasses.replace(spec, sha256=sha256, size=spec.size if spec.size is not None else size)
+    return dataclasses.replace(
+        spec, sha256=sha256, size=spec.size if spec.size is not None else size
+    )
 
 
 def _manual_message(dataset: Dataset, missing: list[RawFile], raw: Path, mirror: str | None) -> str:
-    lines = [f"dataset {dataset.name!r}: {len(missing)} file(s) must be obtained by hand (licence):"]
+    lines = [
+        f"dataset {dataset.name!r}: {len(missing)} file(s) must be obtained by hand (licence):"
+    ]
     for spec in missing:
         alt = f" (or its archive {_url_basename(spec.url)})" if spec.url and _unpacks(spec) else ""
         lines.append(f"  - {spec.name}{alt}: {spec.manual}")
@@ -762,6 +888,10 @@ def _manual_message(dataset: Dataset, missing: list[RawFile], raw: Path, mirror:
     if mirror is not None:
         places.insert(0, str(Path(mirror).expanduser() / dataset.mirror_folder))
     else:
-        places.append(f"<mirror>/{dataset.mirror_folder}/ with env {MIRROR_ENV} or params data.mirror set to <mirror>")
-    lines.append("Place them, with exactly these names, in " + " or in ".join(places) + ", then run again.")
+        places.append(
+            f"<mirror>/{dataset.mirror_folder}/ with env {MIRROR_ENV} or params data.mirror set to <mirror>"
+        )
+    lines.append(
+        "Place them, with exactly these names, in " + " or in ".join(places) + ", then run again."
+    )
     return "\n".join(lines)

@@ -40,30 +40,60 @@ import gzip
 import json
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from reranklab.data._options import check_options, require_files
+from pydantic import Field
+
+from reranklab.data._options import require_files
 from reranklab.data._text_files import text_lines
 from reranklab.data.base import Dataset, Prepared, Protocol, RawFile
 from reranklab.data.registry import register_dataset
-from reranklab.errors import ConfigError, FormatError
+from reranklab.errors import FormatError
 from reranklab.io import Qrels, Run
+from reranklab.settings.base import DatasetOptions
 
 SPLITS = {"train": "train", "dev": "valid", "test": "test"}  # canonical split → file's split name
 POOL_SIZES = (100, 500)
+
+
+class InsuranceQAOptions(DatasetOptions):
+    """InsuranceQA's options: the released candidate pools of its dev and test questions."""
+
+    pool_size: Literal[100, 500] = Field(
+        100, description="candidate pool of the dev and test questions, 100 or 500"
+    )
+
+
 VOCABULARY = "vocabulary"
 ANSWERS_JSON = "answers.en-zh.json.gz"
 LABEL2ANSWER = "InsuranceQA.label2answer.raw.encoded.gz"
 GITHUB = "https://raw.githubusercontent.com/shuzi/insuranceQA/master/V2/"
-PYPI_SDIST = "https://files.pythonhosted.org/packages/source/i/insuranceqa_data/insuranceqa_data-1.2.tar.gz"
+PYPI_SDIST = (
+    "https://files.pythonhosted.org/packages/source/i/insuranceqa_data/insuranceqa_data-1.2.tar.gz"
+)
 
 # (size, sha256) of the released V2 files used here.
 _CHECKSUMS = {
-    "InsuranceQA.question.anslabel.raw.100.pool.solr.train.encoded.gz": (3_377_981, "7da9e607180ad5c47cb4069c7480cb4eb198ef88f59a2be62383a67ccb2a6981"),
-    "InsuranceQA.question.anslabel.raw.100.pool.solr.valid.encoded.gz": (525_376, "4d594fb3aec673ab61156bacc3adbea8e189215620acd284638b0d0ce0ad55e7"),
-    "InsuranceQA.question.anslabel.raw.100.pool.solr.test.encoded.gz": (526_813, "7485b38ed538bf9ce9f416efdaa9b13a699ac428dc1dc23fbcae1e57ce398d90"),
-    "InsuranceQA.question.anslabel.raw.500.pool.solr.valid.encoded.gz": (2_444_962, "49e6fb5451fe18df85a5b0c13e44636b1d977513faa89e9534d784b40d10225a"),
-    "InsuranceQA.question.anslabel.raw.500.pool.solr.test.encoded.gz": (2_445_953, "091734d1cfdc05f954543adfda56c24d65aaf5765705f52f09c9f7dab62bac72"),
+    "InsuranceQA.question.anslabel.raw.100.pool.solr.train.encoded.gz": (
+        3_377_981,
+        "7da9e607180ad5c47cb4069c7480cb4eb198ef88f59a2be62383a67ccb2a6981",
+    ),
+    "InsuranceQA.question.anslabel.raw.100.pool.solr.valid.encoded.gz": (
+        525_376,
+        "4d594fb3aec673ab61156bacc3adbea8e189215620acd284638b0d0ce0ad55e7",
+    ),
+    "InsuranceQA.question.anslabel.raw.100.pool.solr.test.encoded.gz": (
+        526_813,
+        "7485b38ed538bf9ce9f416efdaa9b13a699ac428dc1dc23fbcae1e57ce398d90",
+    ),
+    "InsuranceQA.question.anslabel.raw.500.pool.solr.valid.encoded.gz": (
+        2_444_962,
+        "49e6fb5451fe18df85a5b0c13e44636b1d977513faa89e9534d784b40d10225a",
+    ),
+    "InsuranceQA.question.anslabel.raw.500.pool.solr.test.encoded.gz": (
+        2_445_953,
+        "091734d1cfdc05f954543adfda56c24d65aaf5765705f52f09c9f7dab62bac72",
+    ),
     VOCABULARY: (1_303_358, "087ad8bd0254b57711082856b24d3526178b407d6f849798af1e34f599b2557d"),
 }
 
@@ -189,7 +219,12 @@ class _Builder:
         self.qrels: Qrels = {}
         self.pool: Run = {}
         self.split: dict[str, list[str]] = {}
-        self.stats: dict[str, dict[str, Any]] = {"ground_truth_answers": {}, "questions_with_ground_truth_in_pool": {}, "ground_truth_added": {}, "pool_file": {}}
+        self.stats: dict[str, dict[str, Any]] = {
+            "ground_truth_answers": {},
+            "questions_with_ground_truth_in_pool": {},
+            "ground_truth_added": {},
+            "pool_file": {},
+        }
         self.domains: Counter = Counter()
 
     def add(self, split: str, path: Path) -> None:
@@ -198,7 +233,11 @@ class _Builder:
         for lineno, line in text_lines(path):
             parts = line.split("\t")
             if len(parts) != 4:
-                raise FormatError(path, lineno, f"expected 4 tab-separated fields (domain, question, ground truth, pool), got {len(parts)}")
+                raise FormatError(
+                    path,
+                    lineno,
+                    f"expected 4 tab-separated fields (domain, question, ground truth, pool), got {len(parts)}",
+                )
             domain, question, truth_text, pool_text = parts
             truth = _labels(truth_text, path, lineno, "ground truth")
             pool = _labels(pool_text, path, lineno, "pool")
@@ -206,7 +245,9 @@ class _Builder:
                 raise FormatError(path, lineno, "an answer label is listed twice")
             unknown = [label for label in truth + pool if label not in self.answers]
             if unknown:
-                raise FormatError(path, lineno, f"answer label(s) {unknown[:3]} have no answer text")
+                raise FormatError(
+                    path, lineno, f"answer label(s) {unknown[:3]} have no answer text"
+                )
             qid = f"{SPLITS[split]}-{lineno}"
             self.queries[qid] = decode(question, self.vocabulary, path, lineno)
             self.qrels[qid] = dict.fromkeys(truth, 1)
@@ -230,7 +271,14 @@ class _Builder:
         extra: dict[str, Any] = dict(self.stats)
         extra["domains"] = dict(sorted(self.domains.items()))
         extra["answer_source"] = answer_source
-        return Prepared(corpus=corpus, queries=self.queries, qrels=self.qrels, split=self.split, pool=self.pool, extra_stats=extra)
+        return Prepared(
+            corpus=corpus,
+            queries=self.queries,
+            qrels=self.qrels,
+            split=self.split,
+            pool=self.pool,
+            extra_stats=extra,
+        )
 
 
 def _raw(name: str) -> RawFile:
@@ -245,7 +293,9 @@ class InsuranceQA(Dataset):
     name = "insuranceqa"
     mirror_dir = "insuranceqa_v2"
     title = "InsuranceQA v2: insurance questions, 27,413 professional answers, SOLR pools"
-    source = "IBM / insurancelibrary.com (Feng et al., ASRU 2015), github.com/shuzi/insuranceQA (V2)"
+    source = (
+        "IBM / insurancelibrary.com (Feng et al., ASRU 2015), github.com/shuzi/insuranceQA (V2)"
+    )
     licence = (
         "Research use only, provided as is (InsuranceQA README); the answer map comes from the "
         "insuranceqa_data 1.2 package (Chunsong Public License)"
@@ -275,8 +325,9 @@ class InsuranceQA(Dataset):
         negatives_per_positive=1,
         relevance_threshold=1,
         metrics=("MAP", "MRR"),
-        options={"pool_size": 100},
+        options=InsuranceQAOptions.defaults(),
     )
+    options_model = InsuranceQAOptions
 
     def parse(self, raw_dir: Path, options: dict[str, Any]) -> Prepared:
         """Parse the question/pool files, the vocabulary and the answers from ``raw_dir``.
@@ -289,16 +340,19 @@ class InsuranceQA(Dataset):
             >>> InsuranceQA().parse(Path("raw/insuranceqa"), {"pool_size": 500}).stats()["pool_pairs"]  # doctest: +SKIP
             2302847
         """
-        check_options(self.name, options, ("pool_size",))
-        size = options.get("pool_size", 100)
-        if size not in POOL_SIZES:
-            raise ConfigError(f"protocol.{self.name}.options.pool_size: expected one of {list(POOL_SIZES)}, got {size!r}")
+        size = self.read_options(options).pool_size
         raw_dir = Path(raw_dir)
-        pools = {split: raw_dir / pool_file(100 if split == "train" else size, name) for split, name in SPLITS.items()}
+        pools = {
+            split: raw_dir / pool_file(100 if split == "train" else size, name)
+            for split, name in SPLITS.items()
+        }
         require_files(raw_dir, [VOCABULARY, *(p.name for p in pools.values())], self.name)
         vocabulary = read_vocabulary(raw_dir / VOCABULARY)
         if (raw_dir / LABEL2ANSWER).is_file():
-            answers, answer_source = read_label2answer(raw_dir / LABEL2ANSWER, vocabulary), LABEL2ANSWER
+            answers, answer_source = (
+                read_label2answer(raw_dir / LABEL2ANSWER, vocabulary),
+                LABEL2ANSWER,
+            )
         else:
             require_files(raw_dir, [ANSWERS_JSON], self.name)
             answers, answer_source = read_answers_json(raw_dir / ANSWERS_JSON), ANSWERS_JSON

@@ -26,7 +26,7 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
-from reranklab.data._options import check_options, positive_int_or_all, require_files, sample_ids
+from reranklab.data._options import TrainSampleOptions, count_or_all, require_files, sample_ids
 from reranklab.data._streaming import StreamingCorpusDataset
 from reranklab.data._text_files import read_id_texts, read_trec_qrels
 from reranklab.data.base import Prepared, Protocol, RawFile
@@ -65,10 +65,14 @@ def msmarco_file(name: str) -> RawFile:
         >>> msmarco_file("collection.tsv").member
         'collection.tsv'
     """
-    return RawFile(name=name, url=ARCHIVE_URL, member=name, archive_size=ARCHIVE_SIZE, archive_md5=ARCHIVE_MD5)
+    return RawFile(
+        name=name, url=ARCHIVE_URL, member=name, archive_size=ARCHIVE_SIZE, archive_md5=ARCHIVE_MD5
+    )
 
 
-def read_train_sample(raw_dir: Path, n: int | None, seed: int, dataset: str) -> tuple[dict[str, str], Qrels, int]:
+def read_train_sample(
+    raw_dir: Path, n: int | None, seed: int, dataset: str
+) -> tuple[dict[str, str], Qrels, int]:
     """MS MARCO train queries: a seeded sample of ``n`` judged ones (``None`` = all of them).
 
     Args:
@@ -93,7 +97,11 @@ def read_train_sample(raw_dir: Path, n: int | None, seed: int, dataset: str) -> 
     queries = read_id_texts(raw_dir / TRAIN_QUERIES, "query", keep=chosen.__contains__)
     missing = sorted(chosen - queries.keys())
     if missing:
-        raise FormatError(raw_dir / TRAIN_QRELS, None, f"{len(missing)} judged queries are not in {TRAIN_QUERIES}, e.g. {missing[:3]}")
+        raise FormatError(
+            raw_dir / TRAIN_QRELS,
+            None,
+            f"{len(missing)} judged queries are not in {TRAIN_QUERIES}, e.g. {missing[:3]}",
+        )
     return queries, {qid: judged.qrels[qid] for qid in queries}, len(judged.qrels)
 
 
@@ -107,8 +115,16 @@ class MsMarcoPassage(StreamingCorpusDataset):
     licence = MSMARCO_LICENCE
     citation = MSMARCO_CITATION
     corpus_file = COLLECTION
-    files = tuple(msmarco_file(name) for name in (COLLECTION, TRAIN_QUERIES, TRAIN_QRELS, DEV_QUERIES, DEV_QRELS))
-    counts = {"passages": 8_841_823, "train_queries": 502_939, "test_queries": 6_980, "test_judgements": 7_437}
+    files = tuple(
+        msmarco_file(name)
+        for name in (COLLECTION, TRAIN_QUERIES, TRAIN_QRELS, DEV_QUERIES, DEV_QRELS)
+    )
+    counts = {
+        "passages": 8_841_823,
+        "train_queries": 502_939,
+        "test_queries": 6_980,
+        "test_judgements": 7_437,
+    }
     protocol = Protocol(
         first_stage="bm25",
         depth=1000,
@@ -117,8 +133,9 @@ class MsMarcoPassage(StreamingCorpusDataset):
         negatives_per_positive=1,
         relevance_threshold=1,
         metrics=("MRR@10",),
-        options={"train_queries": 20_000, "train_seed": 42},
+        options=TrainSampleOptions.defaults(),
     )
+    options_model = TrainSampleOptions
     scorings = (
         Scoring(
             "official",
@@ -137,29 +154,40 @@ class MsMarcoPassage(StreamingCorpusDataset):
             train_queries: how many judged train queries to sample, or ``"all"``.
             train_seed: seed of that sample.
         """
-        check_options(self.name, options, ("train_queries", "train_seed"))
+        typed = self.read_options(options)
         require_files(raw_dir, [f.name for f in self.files], self.name)
-        n = positive_int_or_all(options, "train_queries", self.name)
-        train_queries, train_qrels, available = read_train_sample(raw_dir, n, int(options.get("train_seed", 42)), self.name)
+        n = count_or_all(typed.train_queries)
+        train_queries, train_qrels, available = read_train_sample(
+            raw_dir, n, typed.train_seed, self.name
+        )
         dev = read_trec_qrels(raw_dir / DEV_QRELS, grades=(1,))
         dev_queries = read_id_texts(raw_dir / DEV_QUERIES, "query")
         unjudged = [qid for qid in dev_queries if qid not in dev.qrels]
         unknown = sorted(dev.qrels.keys() - dev_queries.keys())
         if unknown:
-            raise FormatError(raw_dir / DEV_QRELS, None, f"judged queries {unknown[:3]} are not in {DEV_QUERIES}")
+            raise FormatError(
+                raw_dir / DEV_QRELS, None, f"judged queries {unknown[:3]} are not in {DEV_QUERIES}"
+            )
         overlap = sorted(train_queries.keys() & dev_queries.keys())
         if overlap:
-            raise FormatError(raw_dir / DEV_QUERIES, None, f"queries {overlap[:3]} are also train queries")
+            raise FormatError(
+                raw_dir / DEV_QUERIES, None, f"queries {overlap[:3]} are also train queries"
+            )
         return Prepared(
             corpus={},
             queries={**train_queries, **dev_queries},
             qrels={**train_qrels, **dev.qrels},
             split={"train": list(train_queries), "dev": [], "test": list(dev_queries)},
             pool=None,
-            extra_stats={"judged_train_queries": available, "test_queries_without_judgements": len(unjudged)},
+            extra_stats={
+                "judged_train_queries": available,
+                "test_queries_without_judgements": len(unjudged),
+            },
         )
 
-    def raw_files(self, options: dict[str, Any] | None = None, splits: Collection[str] | None = None) -> tuple[RawFile, ...]:
+    def raw_files(
+        self, options: dict[str, Any] | None = None, splits: Collection[str] | None = None
+    ) -> tuple[RawFile, ...]:
         """Every file; for ``splits``, only their queries and qrels (never the collection).
 
         Example:
@@ -175,7 +203,9 @@ class MsMarcoPassage(StreamingCorpusDataset):
         }
         return tuple(spec for spec in self.files if spec.name in names)
 
-    def split_judgements(self, raw_dir: str | Path, split: str, options: dict[str, Any] | None = None) -> tuple[list[str], Qrels]:
+    def split_judgements(
+        self, raw_dir: str | Path, split: str, options: dict[str, Any] | None = None
+    ) -> tuple[list[str], Qrels]:
         """Queries and qrels of one split (test = dev small) from its own files.
 
         Example:
@@ -184,17 +214,20 @@ class MsMarcoPassage(StreamingCorpusDataset):
             6980
         """
         merged = {**self.protocol.options, **(options or {})}
-        check_options(self.name, merged, ("train_queries", "train_seed"))
+        typed = self.read_options(merged)
         self.check_splits([split])
         if split == "dev":
-            raise ConfigError(f"{self.name} has no dev split: its test split is MS MARCO's dev small (6,980 queries)")
+            raise ConfigError(
+                f"{self.name} has no dev split: its test split is MS MARCO's dev small (6,980 queries)"
+            )
         raw_dir = Path(raw_dir)
         require_files(raw_dir, [spec.name for spec in self.raw_files(merged, [split])], self.name)
         split_ids: dict[str, list[str]] = {}
         qrels: Qrels = {}
         if split in ("train", "all"):
-            n = positive_int_or_all(merged, "train_queries", self.name)
-            queries, train_qrels, _ = read_train_sample(raw_dir, n, int(merged.get("train_seed", 42)), self.name)
+            queries, train_qrels, _ = read_train_sample(
+                raw_dir, count_or_all(typed.train_queries), typed.train_seed, self.name
+            )
             split_ids["train"] = list(queries)
             qrels.update(train_qrels)
         if split in ("test", "all"):

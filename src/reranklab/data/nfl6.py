@@ -86,25 +86,37 @@ def parse_nfl6(path: str | Path) -> Prepared:
     first_seen: dict[str, tuple[int, str, str]] = {}
     categories: Counter[str] = Counter()
     items = skipped = repeated = nbest = 0
-    for line, item in tqdm(iter_json_array(text, path), desc="nfL6", unit=" questions", disable=None, leave=False):
+    for line, item in tqdm(
+        iter_json_array(text, path), desc="nfL6", unit=" questions", disable=None, leave=False
+    ):
         items += 1
         if not isinstance(item, dict):
-            raise FormatError(path, line, f"item {items} is a JSON {type(item).__name__}, not an object")
+            raise FormatError(
+                path, line, f"item {items} is a JSON {type(item).__name__}, not an object"
+            )
         for key in _TEXT_FIELDS:
             if not isinstance(item.get(key), str):
-                problem = "missing" if key not in item else f"a {type(item[key]).__name__}, not a string"
+                problem = (
+                    "missing" if key not in item else f"a {type(item[key]).__name__}, not a string"
+                )
                 raise FormatError(path, line, f"item {items}: {key!r} is {problem}")
         answers = item.get("nbestanswers", [])
         if not isinstance(answers, list) or not all(isinstance(a, str) for a in answers):
             raise FormatError(path, line, f"item {items}: 'nbestanswers' is not a list of strings")
         qid = item["id"].strip()
         if not qid or any(ch.isspace() for ch in qid):
-            raise FormatError(path, line, f"item {items}: id {item['id']!r} is empty or contains whitespace")
+            raise FormatError(
+                path, line, f"item {items}: id {item['id']!r} is empty or contains whitespace"
+            )
         question, answer = item["question"].strip(), item["answer"].strip()
         if qid in first_seen:
             first, *texts = first_seen[qid]
             if texts != [question, answer]:
-                raise FormatError(path, line, f"id {qid!r} is used twice with different texts (first on line {first})")
+                raise FormatError(
+                    path,
+                    line,
+                    f"id {qid!r} is used twice with different texts (first on line {first})",
+                )
             repeated += 1
             continue
         first_seen[qid] = (line, question, answer)
@@ -125,9 +137,13 @@ def parse_nfl6(path: str | Path) -> Prepared:
         "repeated_items": repeated,
         "categories": len(categories),
         "nbest_answers": nbest,
-        "questions_with_duplicate_answer_text": sum(1 for text in corpus.values() if texts[text] > 1),
+        "questions_with_duplicate_answer_text": sum(
+            1 for text in corpus.values() if texts[text] > 1
+        ),
     }
-    return Prepared(corpus=corpus, queries=queries, qrels=qrels, split=None, pool=None, extra_stats=extra)
+    return Prepared(
+        corpus=corpus, queries=queries, qrels=qrels, split=None, pool=None, extra_stats=extra
+    )
 
 
 @register_dataset

@@ -22,7 +22,9 @@ def get_dataset(name: str) -> Dataset:
     try:
         return _DATASETS[name]
     except KeyError:
-        raise ConfigError(f"unknown dataset {name!r}; known datasets: {', '.join(sorted(_DATASETS))}") from None
+        raise ConfigError(
+            f"unknown dataset {name!r}; known datasets: {', '.join(sorted(_DATASETS))}"
+        ) from None
 
 
 def dataset_names() -> list[str]:
@@ -43,10 +45,12 @@ def _load_builtin() -> None:
         return
     import importlib
     import pkgutil
+    from pathlib import Path
 
-    import reranklab.data as package
-
-    for info in pkgutil.iter_modules(package.__path__):
+    # The dataset modules sit beside this one (found by path, not through the package's
+    # __init__, which imports this module).
+    package = __name__.rpartition(".")[0]
+    for info in pkgutil.iter_modules([str(Path(__file__).parent)]):
         if not info.ispkg and not info.name.startswith("_") and info.name not in _NOT_DATASETS:
-            importlib.import_module(f"{package.__name__}.{info.name}")
+            importlib.import_module(f"{package}.{info.name}")
     _loaded = True

@@ -57,14 +57,22 @@ def read_texts(path: str | Path, kind: str) -> dict[str, str]:
     for lineno, line in text_lines(path):
         parts = line.split("\t")
         if len(parts) != 2:
-            raise FormatError(path, lineno, f"expected 'id<TAB>{kind} text', got {len(parts)} tab-separated fields")
+            raise FormatError(
+                path,
+                lineno,
+                f"expected 'id<TAB>{kind} text', got {len(parts)} tab-separated fields",
+            )
         record_id, text = parts[0].strip(), parts[1].strip()
         if not record_id or any(ch.isspace() for ch in record_id):
             raise FormatError(path, lineno, f"{kind} id {parts[0]!r} is empty or contains spaces")
         if not text:
             raise FormatError(path, lineno, f"empty {kind} text for id {record_id!r}")
         if record_id in records:
-            raise FormatError(path, lineno, f"duplicate {kind} id {record_id!r} (first on line {first_seen[record_id]})")
+            raise FormatError(
+                path,
+                lineno,
+                f"duplicate {kind} id {record_id!r} (first on line {first_seen[record_id]})",
+            )
         records[record_id] = text
         first_seen[record_id] = lineno
     return records
@@ -95,14 +103,20 @@ def read_judgements(path: str | Path, queries: dict[str, str], corpus: dict[str,
     for lineno, line in text_lines(path):
         parts = line.split()
         if len(parts) != 4:
-            raise FormatError(path, lineno, f"expected 4 fields 'qid 0 pid grade', got {len(parts)}")
+            raise FormatError(
+                path, lineno, f"expected 4 fields 'qid 0 pid grade', got {len(parts)}"
+            )
         qid, _, pid, grade_text = parts
         try:
             grade = int(grade_text)
         except ValueError:
-            raise FormatError(path, lineno, f"relevance grade {grade_text!r} is not an integer") from None
+            raise FormatError(
+                path, lineno, f"relevance grade {grade_text!r} is not an integer"
+            ) from None
         if grade not in GRADES:
-            raise FormatError(path, lineno, f"relevance grade {grade} is outside {GRADES[0]}-{GRADES[-1]}")
+            raise FormatError(
+                path, lineno, f"relevance grade {grade} is outside {GRADES[0]}-{GRADES[-1]}"
+            )
         if qid not in queries:
             raise FormatError(path, lineno, f"question id {qid!r} is not in {QUESTIONS}")
         if pid not in corpus:
@@ -131,8 +145,12 @@ class SampleDataset(Dataset):
         "written for reranklab (CC BY 4.0)."
     )
     files = (
-        _packaged(QUESTIONS, "b4b58e96b8473dcd8e2adec35ea6a217eecaa5eda8c36a1f43ce67b1141f655d", 5439),
-        _packaged(PASSAGES, "0898ecd3d587a33ff88d2f25b3afac72d9d6a9086067e9651115056ab109cdc4", 237419),
+        _packaged(
+            QUESTIONS, "b4b58e96b8473dcd8e2adec35ea6a217eecaa5eda8c36a1f43ce67b1141f655d", 5439
+        ),
+        _packaged(
+            PASSAGES, "0898ecd3d587a33ff88d2f25b3afac72d9d6a9086067e9651115056ab109cdc4", 237419
+        ),
         _packaged(QRELS, "a9eaa3db71fa686f14469c876390ed959ad1f213a74b7f162b2fc9f9d4acc832", 4815),
     )
     # Depth 30 keeps the quick start fast on a CPU while BM25 still misses about one relevant
@@ -163,6 +181,7 @@ class SampleDataset(Dataset):
             >>> len(prepared.queries), len(prepared.corpus)  # doctest: +SKIP
             (100, 1000)
         """
+        self.read_options(options)
         raw_dir = Path(raw_dir)
         queries = read_texts(raw_dir / QUESTIONS, "question")
         corpus = read_texts(raw_dir / PASSAGES, "passage")

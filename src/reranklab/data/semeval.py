@@ -67,7 +67,9 @@ from reranklab.evaluation.protocol import Scoring
 from reranklab.io import Qrels, Run
 from reranklab.settings.base import DatasetOptions
 
-TRAINDEV_URL = "http://alt.qcri.org/semeval2016/task3/data/uploads/semeval2016-task3-cqa-ql-traindev-v3.2.zip"
+TRAINDEV_URL = (
+    "http://alt.qcri.org/semeval2016/task3/data/uploads/semeval2016-task3-cqa-ql-traindev-v3.2.zip"
+)
 TEST_URLS = {
     2016: "http://alt.qcri.org/semeval2016/task3/data/uploads/semeval2016_task3_test.zip",
     2017: "http://alt.qcri.org/semeval2017/task3/data/uploads/semeval2017_task3_test.zip",
@@ -78,7 +80,10 @@ TRAIN_2015 = tuple(
     for part in ("train", "dev", "test")
 )
 DEV = "SemEval2016-Task3-CQA-QL-dev-subtaskA.xml"
-TEST = {2016: "SemEval2016-Task3-CQA-QL-test-subtaskA.xml", 2017: "SemEval2017-task3-English-test-subtaskA.xml"}
+TEST = {
+    2016: "SemEval2016-Task3-CQA-QL-test-subtaskA.xml",
+    2017: "SemEval2017-task3-English-test-subtaskA.xml",
+}
 LABELS = ("Good", "PotentiallyUseful", "Bad")
 RELEVANT = "Good"
 _STAT_KEYS = {"Good": "good", "PotentiallyUseful": "potentially_useful", "Bad": "bad"}
@@ -88,9 +93,9 @@ class SemEvalOptions(DatasetOptions):
     """SemEval-2016/2017 Task 3's options: the training files."""
 
     with_2015: bool = Field(
-        True, description="add the three 2015 files to the training set (false: train on train-part1 and train-part2 only)"
+        True,
+        description="add the three 2015 files to the training set (false: train on train-part1 and train-part2 only)",
     )
-
 
 
 class Comment(NamedTuple):
@@ -137,21 +142,31 @@ def read_threads(path: str | Path) -> Iterator[Thread]:
         if question is None:
             raise FormatError(path, thread.line, "<Thread> without <RelQuestion>")
         qid = _identifier(path, question.line, question.attrs.get("RELQ_ID"), "RELQ_ID")
-        parts = [squash(el.text) for tag in ("RelQSubject", "RelQBody") if (el := question.find(tag)) is not None]
+        parts = [
+            squash(el.text)
+            for tag in ("RelQSubject", "RelQBody")
+            if (el := question.find(tag)) is not None
+        ]
         text = " ".join(part for part in parts if part)
         if not text:
-            raise FormatError(path, question.line, f"related question {qid} has neither subject nor body text")
+            raise FormatError(
+                path, question.line, f"related question {qid} has neither subject nor body text"
+            )
         comments = []
         for comment in thread.findall("RelComment"):
             cid = _identifier(path, comment.line, comment.attrs.get("RELC_ID"), "RELC_ID")
             label = comment.attrs.get("RELC_RELEVANCE2RELQ")
             if label not in LABELS:
                 raise FormatError(
-                    path, comment.line, f"comment {cid}: RELC_RELEVANCE2RELQ {label!r} is not one of {list(LABELS)} "
-                    "(a test file without gold labels? use the release with subtask-A gold labels)"
+                    path,
+                    comment.line,
+                    f"comment {cid}: RELC_RELEVANCE2RELQ {label!r} is not one of {list(LABELS)} "
+                    "(a test file without gold labels? use the release with subtask-A gold labels)",
                 )
             body = comment.find("RelCText")
-            comments.append(Comment(cid, squash(body.text) if body is not None else "", label, comment.line))
+            comments.append(
+                Comment(cid, squash(body.text) if body is not None else "", label, comment.line)
+            )
         yield Thread(qid, text, thread.line, tuple(comments))
 
 
@@ -185,9 +200,13 @@ class _Builder:
                 for index, comment in enumerate(thread.comments):
                     self._claim(comment.cid, path, comment.line, "RELC_ID")
                     self.corpus[comment.cid] = comment.text
-                    self.qrels.setdefault(thread.qid, {})[comment.cid] = int(comment.label == RELEVANT)
+                    self.qrels.setdefault(thread.qid, {})[comment.cid] = int(
+                        comment.label == RELEVANT
+                    )
                     # Decreasing scores keep thread order under the (-score, pid) ranking.
-                    self.pool.setdefault(thread.qid, {})[comment.cid] = float(len(thread.comments) - index)
+                    self.pool.setdefault(thread.qid, {})[comment.cid] = float(
+                        len(thread.comments) - index
+                    )
                     labels[comment.label] += 1
         self.split[split] = qids
         self.stats["files"][split] = [path.name for path in paths]
@@ -204,7 +223,14 @@ class _Builder:
 
     def prepared(self, with_2015: bool) -> Prepared:
         extra: dict[str, Any] = {**self.stats, "with_2015": with_2015}
-        return Prepared(corpus=self.corpus, queries=self.queries, qrels=self.qrels, split=self.split, pool=self.pool, extra_stats=extra)
+        return Prepared(
+            corpus=self.corpus,
+            queries=self.queries,
+            qrels=self.qrels,
+            split=self.split,
+            pool=self.pool,
+            extra_stats=extra,
+        )
 
 
 # (size, sha256) of the files as in the v3.2 train/dev zip, from the copies in the shared
@@ -226,7 +252,10 @@ def _raw_file(name: str, url: str, folder: str) -> RawFile:
 
 _TRAINDEV_FILES = (
     *(_raw_file(name, TRAINDEV_URL, "v3.2/train") for name in TRAIN_2016),
-    *(_raw_file(name, TRAINDEV_URL, "v3.2/train-more-for-subtaskA-from-2015") for name in TRAIN_2015),
+    *(
+        _raw_file(name, TRAINDEV_URL, "v3.2/train-more-for-subtaskA-from-2015")
+        for name in TRAIN_2015
+    ),
     _raw_file(DEV, TRAINDEV_URL, "v3.2/dev"),
 )
 _LICENCE = (
@@ -260,7 +289,9 @@ class _SemEvalTask3(Dataset):
         builder = self._read(Path(raw_dir), self._file_names(with_2015, None))
         return builder.prepared(with_2015)
 
-    def raw_files(self, options: dict[str, Any] | None = None, splits: Collection[str] | None = None) -> tuple[RawFile, ...]:
+    def raw_files(
+        self, options: dict[str, Any] | None = None, splits: Collection[str] | None = None
+    ) -> tuple[RawFile, ...]:
         """The training files that ``with_2015`` chooses, dev and test; or only those of ``splits``.
 
         Example:
@@ -271,7 +302,9 @@ class _SemEvalTask3(Dataset):
         names = {name for files in self._file_names(with_2015, splits).values() for name in files}
         return tuple(spec for spec in self.files if spec.name in names)
 
-    def split_judgements(self, raw_dir: str | Path, split: str, options: dict[str, Any] | None = None) -> tuple[list[str], Qrels]:
+    def split_judgements(
+        self, raw_dir: str | Path, split: str, options: dict[str, Any] | None = None
+    ) -> tuple[list[str], Qrels]:
         """Questions and qrels of one split, parsed from that split's files only.
 
         Example:
@@ -292,7 +325,11 @@ class _SemEvalTask3(Dataset):
         if splits is None:
             return names
         self.check_splits(splits)
-        return names if "all" in splits else {split: files for split, files in names.items() if split in splits}
+        return (
+            names
+            if "all" in splits
+            else {split: files for split, files in names.items() if split in splits}
+        )
 
     def _read(self, raw_dir: Path, names: dict[str, list[str]]) -> _Builder:
         builder = _Builder()
@@ -300,7 +337,9 @@ class _SemEvalTask3(Dataset):
             paths = [raw_dir / name for name in files]
             for path in paths:
                 if not path.is_file():
-                    raise DownloadError(f"{path}: missing; run the download step for {self.name} first")
+                    raise DownloadError(
+                        f"{path}: missing; run the download step for {self.name} first"
+                    )
             builder.add_split(split, paths)
         return builder
 
@@ -310,8 +349,19 @@ SCORINGS = (
         "official",
         "every question; AP and RR over the top 10 as the SemEval Task 3 scorer (Good relevant)",
         measures=(
-            Measure("MAP", "semeval_ap", cutoff=10, official=True, description="SemEval AP over the top 10, mean over all questions"),
-            Measure("MRR", "recip_rank", cutoff=10, description="reciprocal rank of the first Good comment in the top 10"),
+            Measure(
+                "MAP",
+                "semeval_ap",
+                cutoff=10,
+                official=True,
+                description="SemEval AP over the top 10, mean over all questions",
+            ),
+            Measure(
+                "MRR",
+                "recip_rank",
+                cutoff=10,
+                description="reciprocal rank of the first Good comment in the top 10",
+            ),
             P_AT_1,
             MRR_AT_10,
             NDCG_AT_10,
@@ -355,7 +405,10 @@ class SemEval2016(_SemEvalTask3):
         "Freihat, Jim Glass and Bilal Randeree. 2016. SemEval-2016 Task 3: Community Question "
         "Answering. In Proceedings of SemEval-2016, pages 525-545."
     )
-    files = (*_TRAINDEV_FILES, _raw_file(TEST[2016], TEST_URLS[2016], "SemEval2016_task3_test/English"))
+    files = (
+        *_TRAINDEV_FILES,
+        _raw_file(TEST[2016], TEST_URLS[2016], "SemEval2016_task3_test/English"),
+    )
     counts = {"split": {"dev": 244, "test": 327}, "comments": {"dev": 2_440, "test": 3_270}}
     protocol = _protocol()
     scorings = SCORINGS
@@ -375,7 +428,10 @@ class SemEval2017(_SemEvalTask3):
         "Baldwin and Karin Verspoor. 2017. SemEval-2017 Task 3: Community Question Answering. In "
         "Proceedings of SemEval-2017, pages 27-48."
     )
-    files = (*_TRAINDEV_FILES, _raw_file(TEST[2017], TEST_URLS[2017], "SemEval2017_task3_test/English"))
+    files = (
+        *_TRAINDEV_FILES,
+        _raw_file(TEST[2017], TEST_URLS[2017], "SemEval2017_task3_test/English"),
+    )
     counts = {"split": {"dev": 244, "test": 293}, "comments": {"dev": 2_440, "test": 2_930}}
     protocol = _protocol()
     scorings = SCORINGS

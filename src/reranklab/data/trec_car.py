@@ -17,7 +17,9 @@ Raw files (``trec-car.cs.unh.edu/datareleases/v1.5/``, published MD5s from ir_da
   ``automatic.benchmarkY1test.cbor.hierarchical.qrels`` (in ``trec-car-2017-qrels.tar.gz``):
   TREC qrels whose query ids are ``enwiki:<Title>/<Heading>/...`` (URL-encoded).
 
-No CBOR package is needed: :class:`CborReader` decodes the CBOR subset (RFC 8949) the files use.
+The CBOR items are decoded by ``cbor2`` (:func:`cbor_records`), one at a time as the file is
+streamed. ``trec-car-tools`` reads the same files, but it needs the unmaintained ``cbor`` C
+package (no wheels for current Pythons) and reports no byte position on malformed input.
 
 Canonical form: corpus streamed to Parquet (see :class:`~reranklab.data._streaming.StreamingCorpusDataset`);
 query text = title and headings decoded from the query id, joined by spaces (what monoBERT
@@ -27,24 +29,36 @@ of the train folds (``train_folds``) / all Y1 test queries; pool = none (BM25 fi
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Annotated, Any
 from urllib.parse import unquote
 
-from reranklab.data._options import check_options, positive_int_or_all, require_files, sample_ids
+import cbor2
+from pydantic import Field
+
+from reranklab.data._options import TrainSampleOptions, count_or_all, require_files, sample_ids
 from reranklab.data._streaming import CorpusRecord, StreamingCorpusDataset
 from reranklab.data._text_files import open_binary, read_trec_qrels
 from reranklab.data.base import Prepared, Protocol, RawFile
 from reranklab.data.registry import register_dataset
-from reranklab.errors import ConfigError, FormatError
+from reranklab.errors import FormatError
 from reranklab.io import Qrels
 
 RELEASE = "http://trec-car.cs.unh.edu/datareleases/v1.5/"
 PARAGRAPHS = "paragraphcorpus.cbor"
 TEST_QRELS = "automatic.benchmarkY1test.cbor.hierarchical.qrels"
 FOLDS = (0, 1, 2, 3, 4)
+
+
+class TrecCarOptions(TrainSampleOptions):
+    """TREC CAR's options: the training queries, sampled from its train folds."""
+
+    train_folds: list[Annotated[int, Field(ge=0, le=4)]] = Field(
+        [0, 1, 2, 3],
+        min_length=1,
+        description="train folds (0-4) to draw training queries from; 4 is monoBERT's validation fold",
+    )
 
 
 def fold_qrels(fold: int) -> str:
@@ -57,171 +71,80 @@ def fold_qrels(fold: int) -> str:
     return f"train.fold{fold}.cbor.hierarchical.qrels"
 
 
-# -- CBOR --------------------------------------------------------------------------------------
-
-BREAK = object()  # the "break" stop code that ends an indefinite-length item
+# -- CBOR (decoded by cbor2) ------------------------------------------------------------------
 
 
-class CborReader:
-    """Decode CBOR items (RFC 8949) one at a time from a binary stream.
+def _peek_byte(stream: IO[bytes]) -> bytes:
+    """The next byte of ``stream`` (``b""`` at its end), without consuming it."""
+    peek = getattr(stream, "peek", None)
+    if peek is not None:
+        return peek(1)[:1]
+    position = stream.tell()
+    byte = stream.read(1)
+    stream.seek(position)
+    return byte
 
-    Supports what TREC-CAR files contain: unsigned and negative integers, byte and text strings
-    (definite and indefinite length), arrays and maps (both kinds), tags (skipped: the tagged
-    item is returned), simple values and floats.
 
-    Example:
-        >>> import io
-        >>> CborReader(io.BytesIO(bytes.fromhex("83019f0203ff63616263"))).item()
-        [1, [2, 3], 'abc']
+def _item(decoder: cbor2.CBORDecoder, stream: IO[bytes]) -> tuple[int, Any] | None:
+    """``(byte offset, item)`` of the next item, or None when the stream ends before one.
+
+    Raises:
+        EOFError: the stream ends inside the item.
+        ValueError: bytes that are not well-formed CBOR.
     """
-
-    def __init__(self, stream: IO[bytes]) -> None:
-        self.stream = stream
-        self.offset = 0  # bytes consumed so far
-
-    def _read(self, n: int) -> bytes:
-        data = self.stream.read(n)
-        if len(data) != n:
-            raise EOFError(f"CBOR data cut short at byte {self.offset + len(data)}")
-        self.offset += n
-        return data
-
-    def _byte(self) -> int:
-        return self._read(1)[0]
-
-    def at_end(self) -> bool:
-        """True when the stream has no more bytes (checked without consuming any)."""
-        peek = getattr(self.stream, "peek", None)
-        if peek is not None:
-            return not peek(1)
-        position = self.stream.tell()
-        ended = not self.stream.read(1)
-        self.stream.seek(position)
-        return ended
-
-    def item(self, allow_break: bool = False) -> Any:
-        """The next item; :data:`BREAK` only where ``allow_break`` (inside indefinite items).
-
-        Raises:
-            EOFError: the stream ends inside an item (or before one).
-            ValueError: bytes that are not well-formed CBOR.
-        """
-        start = self.offset
-        initial = self._byte()
-        major, info = initial >> 5, initial & 0x1F
-        if major == 7:
-            return self._simple(info, allow_break, start)
-        if info == 31:
-            return self._indefinite(major, start)
-        arg = self._argument(info, start)
-        if major == 0:
-            return arg
-        if major == 1:
-            return -1 - arg
-        if major == 2:
-            return self._read(arg)
-        if major == 3:
-            return self._text(self._read(arg), start)
-        if major == 4:
-            return [self.item() for _ in range(arg)]
-        if major == 5:
-            return {self._key(): self.item() for _ in range(arg)}
-        return self.item()  # major 6: a tag; the tagged item is what matters here
-
-    def _argument(self, info: int, start: int) -> int:
-        if info < 24:
-            return info
-        if info in (24, 25, 26, 27):
-            return int.from_bytes(self._read(1 << (info - 24)), "big")
-        raise ValueError(f"reserved additional information {info} at byte {start}")
-
-    def _indefinite(self, major: int, start: int) -> Any:
-        if major in (2, 3):
-            chunks = []
-            while (chunk := self.item(allow_break=True)) is not BREAK:
-                if not isinstance(chunk, (bytes, str)) or isinstance(chunk, str) != (major == 3):
-                    raise ValueError(f"indefinite string at byte {start} has a chunk of another type")
-                chunks.append(chunk)
-            return "".join(chunks) if major == 3 else b"".join(chunks)
-        if major == 4:
-            items = []
-            while (value := self.item(allow_break=True)) is not BREAK:
-                items.append(value)
-            return items
-        if major == 5:
-            mapping = {}
-            while (key := self.item(allow_break=True)) is not BREAK:
-                mapping[_hashable(key)] = self.item()
-            return mapping
-        raise ValueError(f"major type {major} cannot have indefinite length (byte {start})")
-
-    def _key(self) -> Any:
-        return _hashable(self.item())
-
-    def _simple(self, info: int, allow_break: bool, start: int) -> Any:
-        if info == 31:
-            if not allow_break:
-                raise ValueError(f"unexpected break code at byte {start}")
-            return BREAK
-        if info < 20:
-            return info
-        if info in (20, 21):
-            return info == 21
-        if info in (22, 23):
-            return None
-        if info == 24:
-            return self._byte()
-        if info == 25:
-            return struct.unpack(">e", self._read(2))[0]
-        if info == 26:
-            return struct.unpack(">f", self._read(4))[0]
-        if info == 27:
-            return struct.unpack(">d", self._read(8))[0]
-        raise ValueError(f"reserved simple value {info} at byte {start}")
-
-    @staticmethod
-    def _text(data: bytes, start: int) -> str:
-        try:
-            return data.decode("utf-8")
-        except UnicodeDecodeError:
-            raise ValueError(f"text string at byte {start} is not valid UTF-8") from None
-
-
-def _hashable(key: Any) -> Any:
-    return tuple(key) if isinstance(key, list) else key
+    offset = stream.tell()
+    try:
+        return offset, decoder.decode()
+    except cbor2.CBORDecodeEOF:
+        end = stream.tell()
+        if end == offset:
+            return None  # nothing read: the previous item was the last
+        raise EOFError(f"CBOR item at byte {offset} is cut short at byte {end}") from None
+    except cbor2.CBORDecodeError as exc:
+        raise ValueError(f"malformed CBOR item at byte {offset}: {exc}") from None
 
 
 def cbor_records(stream: IO[bytes]) -> Iterator[tuple[int, Any]]:
     """``(byte offset, item)`` of a TREC-CAR CBOR file: a plain sequence of items, or a
     ``["CAR", ...]`` header followed by one indefinite-length array of items (v2.0).
 
+    Items are decoded one at a time by :class:`cbor2.CBORDecoder` (the file is never read
+    whole); a tag cbor2 does not know comes back as a :class:`cbor2.CBORTag` (TREC-CAR files
+    have none).
+
     Raises:
-        ValueError, EOFError: malformed or truncated CBOR.
+        ValueError, EOFError: malformed or truncated CBOR (the message names the byte).
 
     Example:
         >>> import io
-        >>> list(cbor_records(io.BytesIO(bytes.fromhex("0102"))))
-        [(0, 1), (1, 2)]
+        >>> list(cbor_records(io.BytesIO(bytes.fromhex("0183019f0203ff63616263"))))
+        [(0, 1), (1, [1, [2, 3], 'abc'])]
     """
-    reader = CborReader(stream)
-    if reader.at_end():
+    # read_size=1: the decoder reads exactly an item's bytes. With read-ahead it would seek
+    # back after every item, and seeking back rewinds a gzip stream to its start.
+    decoder = cbor2.CBORDecoder(stream, read_size=1)
+    first = _item(decoder, stream)
+    if first is None:
         return
-    offset = reader.offset
-    first = reader.item()
-    if isinstance(first, list) and first and first[0] == "CAR":
-        opener = reader._read(1)
+    header = first[1]
+    if isinstance(header, list) and header and header[0] == "CAR":
+        opener = stream.read(1)
         if opener != b"\x9f":
-            raise ValueError(f"after the CAR header expected an indefinite array (0x9f), got {opener.hex()}")
-        while True:
-            offset = reader.offset
-            item = reader.item(allow_break=True)
-            if item is BREAK:
-                return
-            yield offset, item
-    yield offset, first
-    while not reader.at_end():
-        offset = reader.offset
-        yield offset, reader.item()
+            raise ValueError(
+                f"after the CAR header expected an indefinite array (0x9f), got {opener.hex() or 'the end'}"
+            )
+        while (byte := _peek_byte(stream)) != b"\xff":
+            if not byte:
+                raise EOFError(
+                    f"the indefinite array of items is cut short at byte {stream.tell()} (no break code)"
+                )
+            item = _item(decoder, stream)
+            assert item is not None  # a byte is there
+            yield item
+        return
+    yield first
+    while (item := _item(decoder, stream)) is not None:
+        yield item
 
 
 def paragraph(item: Any) -> tuple[str, str]:
@@ -234,7 +157,9 @@ def paragraph(item: Any) -> tuple[str, str]:
         >>> paragraph([0, b"p1", [[0, "Hello "], [1, [0, "World", [], b"enwiki:World", "world"]]]])
         ('p1', 'Hello world')
     """
-    if not (isinstance(item, list) and len(item) == 3 and item[0] == 0 and isinstance(item[2], list)):
+    if not (
+        isinstance(item, list) and len(item) == 3 and item[0] == 0 and isinstance(item[2], list)
+    ):
         raise ValueError("not a paragraph [0, id, bodies]")
     pid = item[1].decode("ascii") if isinstance(item[1], bytes) else item[1]
     if not isinstance(pid, str) or not pid or any(ch.isspace() for ch in pid):
@@ -243,14 +168,25 @@ def paragraph(item: Any) -> tuple[str, str]:
     for body in item[2]:
         if isinstance(body, list) and len(body) == 2 and body[0] == 0 and isinstance(body[1], str):
             parts.append(body[1])
-        elif isinstance(body, list) and len(body) == 2 and body[0] == 1 and isinstance(body[1], list) and len(body[1]) >= 5 and isinstance(body[1][4], str):
+        elif (
+            isinstance(body, list)
+            and len(body) == 2
+            and body[0] == 1
+            and isinstance(body[1], list)
+            and len(body[1]) >= 5
+            and isinstance(body[1][4], str)
+        ):
             parts.append(body[1][4])  # a link: its anchor text is what the reader sees
         else:
-            raise ValueError(f"paragraph {pid}: body {body!r:.80} is neither text [0, str] nor a link [1, [...]]")
+            raise ValueError(
+                f"paragraph {pid}: body {body!r:.80} is neither text [0, str] nor a link [1, [...]]"
+            )
     return pid, "".join(parts)
 
 
-def paragraph_records(path: str | Path, progress: Callable[[int], None] | None = None) -> Iterator[CorpusRecord]:
+def paragraph_records(
+    path: str | Path, progress: Callable[[int], None] | None = None
+) -> Iterator[CorpusRecord]:
     """``(record number, paragraph id, text)`` of a TREC-CAR paragraph file, streamed.
 
     Args:
@@ -275,7 +211,9 @@ def paragraph_records(path: str | Path, progress: Callable[[int], None] | None =
                 try:
                     pid, text = paragraph(item)
                 except ValueError as exc:
-                    raise FormatError(path, None, f"record {number} (byte {offset}): {exc}") from None
+                    raise FormatError(
+                        path, None, f"record {number} (byte {offset}): {exc}"
+                    ) from None
                 yield number, pid, text
         except (ValueError, EOFError) as exc:
             # Decoding errors carry their own byte position.
@@ -299,7 +237,9 @@ def query_text(qid: str) -> str:
 def _check_qids(path: Path, qrels: Qrels) -> None:
     for qid in qrels:
         if not qid.startswith("enwiki:") or not query_text(qid).strip():
-            raise FormatError(path, None, f"query id {qid!r} is not a hierarchical 'enwiki:<Title>/<Heading>' id")
+            raise FormatError(
+                path, None, f"query id {qid!r} is not a hierarchical 'enwiki:<Title>/<Heading>' id"
+            )
 
 
 @register_dataset
@@ -350,10 +290,13 @@ class TrecCar(StreamingCorpusDataset):
         negatives_per_positive=1,
         relevance_threshold=1,
         metrics=("MAP",),
-        options={"train_folds": [0, 1, 2, 3], "train_queries": 20_000, "train_seed": 42},
+        options=TrecCarOptions.defaults(),
     )
+    options_model = TrecCarOptions
 
-    def corpus_records(self, path: Path, progress: Callable[[int], None] | None = None) -> Iterator[CorpusRecord]:
+    def corpus_records(
+        self, path: Path, progress: Callable[[int], None] | None = None
+    ) -> Iterator[CorpusRecord]:
         return paragraph_records(path, progress)
 
     def parse_topics(self, raw_dir: Path, options: dict[str, Any]) -> Prepared:
@@ -364,12 +307,10 @@ class TrecCar(StreamingCorpusDataset):
             train_queries: judged train queries to sample, or ``"all"``.
             train_seed: seed of that sample.
         """
-        check_options(self.name, options, ("train_folds", "train_queries", "train_seed"))
-        folds = options.get("train_folds", [0, 1, 2, 3])
-        if not isinstance(folds, list) or not folds or not all(f in FOLDS and not isinstance(f, bool) for f in folds):
-            raise ConfigError(f"protocol.{self.name}.options.train_folds: expected a non-empty list of folds 0-4, got {folds!r}")
+        typed = self.read_options(options)
+        folds = typed.train_folds
         require_files(raw_dir, [fold_qrels(f) for f in folds] + [TEST_QRELS, PARAGRAPHS], self.name)
-        n = positive_int_or_all(options, "train_queries", self.name)
+        n = count_or_all(typed.train_queries)
         train: Qrels = {}
         for fold in folds:
             path = raw_dir / fold_qrels(fold)
@@ -378,13 +319,15 @@ class TrecCar(StreamingCorpusDataset):
             for qid, passages in judged.items():
                 # A heading can recur across folds only if the release is broken; merge, never drop.
                 train.setdefault(qid, {}).update(passages)
-        chosen = sample_ids(list(train), n, int(options.get("train_seed", 42)))
+        chosen = sample_ids(list(train), n, typed.train_seed)
         train_qids = [qid for qid in train if qid in chosen]
         test = read_trec_qrels(raw_dir / TEST_QRELS, grades=(1,)).qrels
         _check_qids(raw_dir / TEST_QRELS, test)
         overlap = sorted(set(train_qids) & test.keys())
         if overlap:
-            raise FormatError(raw_dir / TEST_QRELS, None, f"test queries {overlap[:3]} are also train queries")
+            raise FormatError(
+                raw_dir / TEST_QRELS, None, f"test queries {overlap[:3]} are also train queries"
+            )
         queries = {qid: query_text(qid) for qid in [*train_qids, *test]}
         return Prepared(
             corpus={},

@@ -27,7 +27,9 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
-from reranklab.data._options import check_options, positive_int_or_all, require_files
+from pydantic import Field
+
+from reranklab.data._options import TrainSampleOptions, count_or_all, require_files
 from reranklab.data._streaming import StreamingCorpusDataset
 from reranklab.data._text_files import read_id_texts, read_trec_qrels
 from reranklab.data.base import Prepared, Protocol, RawFile
@@ -47,11 +49,21 @@ from reranklab.evaluation.protocol import Scoring
 from reranklab.io import Qrels
 
 TOPICS = "topics.dl19-passage.txt"
+
+
+class TrecDlOptions(TrainSampleOptions):
+    """TREC-DL 2019's options: the MS MARCO training sample and the grade it gets."""
+
+    train_grade: int = Field(2, ge=1, description="grade given to the MS MARCO train judgements")
+
+
 QRELS = "qrels.dl19-passage.txt"
 GRADES = (0, 1, 2, 3)
 
 
-def read_test_topics(raw_dir: Path) -> tuple[dict[str, str], dict[str, dict[str, int]], dict[str, int]]:
+def read_test_topics(
+    raw_dir: Path,
+) -> tuple[dict[str, str], dict[str, dict[str, int]], dict[str, int]]:
     """The DL-19 topics and qrels, checked against each other.
 
     Returns:
@@ -69,10 +81,14 @@ def read_test_topics(raw_dir: Path) -> tuple[dict[str, str], dict[str, dict[str,
     judged = read_trec_qrels(raw_dir / QRELS, grades=GRADES)
     unknown = sorted(judged.qrels.keys() - queries.keys())
     if unknown:
-        raise FormatError(raw_dir / QRELS, None, f"judged queries {unknown[:3]} are not in {TOPICS}")
+        raise FormatError(
+            raw_dir / QRELS, None, f"judged queries {unknown[:3]} are not in {TOPICS}"
+        )
     unjudged = [qid for qid in queries if qid not in judged.qrels]
     if unjudged:
-        raise FormatError(raw_dir / TOPICS, None, f"topics {unjudged[:3]} have no judgements in {QRELS}")
+        raise FormatError(
+            raw_dir / TOPICS, None, f"topics {unjudged[:3]} have no judgements in {QRELS}"
+        )
     return queries, judged.qrels, {str(g): judged.grades.get(g, 0) for g in GRADES}
 
 
@@ -105,7 +121,12 @@ class TrecDL2019(StreamingCorpusDataset):
             sha256="8a1f10d550732e4cd91d7fc49846a3784de4040972f583e69285a88f3c5fee92",
         ),
     )
-    counts = {"passages": 8_841_823, "train_queries": 502_939, "test_queries": 43, "test_judgements": 9_260}
+    counts = {
+        "passages": 8_841_823,
+        "train_queries": 502_939,
+        "test_queries": 43,
+        "test_judgements": 9_260,
+    }
     protocol = Protocol(
         first_stage="bm25",
         depth=1000,
@@ -114,8 +135,9 @@ class TrecDL2019(StreamingCorpusDataset):
         negatives_per_positive=1,
         relevance_threshold=2,
         metrics=("nDCG@10", "MAP", "MRR"),
-        options={"train_queries": 20_000, "train_seed": 42, "train_grade": 2},
+        options=TrecDlOptions.defaults(),
     )
+    options_model = TrecDlOptions
     scorings = (
         Scoring(
             "official",
@@ -135,14 +157,21 @@ class TrecDL2019(StreamingCorpusDataset):
             train_seed: seed of that sample.
             train_grade: grade given to MS MARCO train judgements (>= 1).
         """
-        grade = self._train_grade(options)
+        typed = self.read_options(options)
+        grade = typed.train_grade
         require_files(raw_dir, [f.name for f in self.files], self.name)
-        n = positive_int_or_all(options, "train_queries", self.name)
-        train_queries, train_qrels, available = read_train_sample(raw_dir, n, int(options.get("train_seed", 42)), self.name)
+        n = count_or_all(typed.train_queries)
+        train_queries, train_qrels, available = read_train_sample(
+            raw_dir, n, typed.train_seed, self.name
+        )
         test_queries, test_qrels, by_grade = read_test_topics(raw_dir)
         overlap = sorted(train_queries.keys() & test_queries.keys())
         if overlap:
-            raise FormatError(raw_dir / TOPICS, None, f"test queries {overlap[:3]} are also MS MARCO train queries")
+            raise FormatError(
+                raw_dir / TOPICS,
+                None,
+                f"test queries {overlap[:3]} are also MS MARCO train queries",
+            )
         train_qrels = {qid: dict.fromkeys(judged, grade) for qid, judged in train_qrels.items()}
         return Prepared(
             corpus={},
@@ -153,7 +182,9 @@ class TrecDL2019(StreamingCorpusDataset):
             extra_stats={"judged_train_queries": available, "test_judgements_by_grade": by_grade},
         )
 
-    def raw_files(self, options: dict[str, Any] | None = None, splits: Collection[str] | None = None) -> tuple[RawFile, ...]:
+    def raw_files(
+        self, options: dict[str, Any] | None = None, splits: Collection[str] | None = None
+    ) -> tuple[RawFile, ...]:
         """Every file; for ``splits``, only their queries and qrels: scoring the test split needs
         the DL-19 topics and qrels, not the 2.9 GB collection.
 
@@ -170,7 +201,9 @@ class TrecDL2019(StreamingCorpusDataset):
         }
         return tuple(spec for spec in self.files if spec.name in names)
 
-    def split_judgements(self, raw_dir: str | Path, split: str, options: dict[str, Any] | None = None) -> tuple[list[str], Qrels]:
+    def split_judgements(
+        self, raw_dir: str | Path, split: str, options: dict[str, Any] | None = None
+    ) -> tuple[list[str], Qrels]:
         """Queries and qrels of one split from its own files (the collection is not needed).
 
         Example:
@@ -179,17 +212,21 @@ class TrecDL2019(StreamingCorpusDataset):
             43
         """
         merged = {**self.protocol.options, **(options or {})}
-        grade = self._train_grade(merged)
+        typed = self.read_options(merged)
+        grade = typed.train_grade
         self.check_splits([split])
         if split == "dev":
-            raise ConfigError(f"{self.name} has no dev split (train: MS MARCO train queries; test: the 43 judged DL-19 queries)")
+            raise ConfigError(
+                f"{self.name} has no dev split (train: MS MARCO train queries; test: the 43 judged DL-19 queries)"
+            )
         raw_dir = Path(raw_dir)
         require_files(raw_dir, [spec.name for spec in self.raw_files(merged, [split])], self.name)
         split_ids: dict[str, list[str]] = {}
         qrels: Qrels = {}
         if split in ("train", "all"):
-            n = positive_int_or_all(merged, "train_queries", self.name)
-            queries, train_qrels, _ = read_train_sample(raw_dir, n, int(merged.get("train_seed", 42)), self.name)
+            queries, train_qrels, _ = read_train_sample(
+                raw_dir, count_or_all(typed.train_queries), typed.train_seed, self.name
+            )
             split_ids["train"] = list(queries)
             qrels.update({qid: dict.fromkeys(judged, grade) for qid, judged in train_qrels.items()})
         if split in ("test", "all"):
@@ -197,10 +234,3 @@ class TrecDL2019(StreamingCorpusDataset):
             split_ids["test"] = list(queries)
             qrels.update(test_qrels)
         return self._split_of(split_ids, qrels, split)
-
-    def _train_grade(self, options: dict[str, Any]) -> int:
-        check_options(self.name, options, ("train_queries", "train_seed", "train_grade"))
-        grade = options.get("train_grade", 2)
-        if isinstance(grade, bool) or not isinstance(grade, int) or grade < 1:
-            raise ConfigError(f"protocol.{self.name}.options.train_grade: expected an integer >= 1, got {grade!r}")
-        return grade

@@ -80,9 +80,15 @@ RAW_FILES = {
 # dataset mirror (TRAIN 94 questions / 4,718 pairs, DEV 82 / 1,148, TEST 100 / 1,517, as the
 # release's README counts them). No copy of TRAIN-ALL was at hand: it has none (see above).
 MEMBER_CHECKSUMS = {
-    RAW_FILES["train"]: (2_463_979, "8c36007a23b754807344f08b52bc1baeaa6fa5dc85b8ad49f340cc8acc438b66"),
+    RAW_FILES["train"]: (
+        2_463_979,
+        "8c36007a23b754807344f08b52bc1baeaa6fa5dc85b8ad49f340cc8acc438b66",
+    ),
     RAW_FILES["dev"]: (610_306, "87f6ed5818fcb885dc8e8206c83cce658d7187118d1e093d841629a08d9291bc"),
-    RAW_FILES["test"]: (837_966, "fb96ee795015c98299fe78f1e697eb9e74789b1db6b1bbc0203416dedc0c467f"),
+    RAW_FILES["test"]: (
+        837_966,
+        "fb96ee795015c98299fe78f1e697eb9e74789b1db6b1bbc0203416dedc0c467f",
+    ),
 }
 
 
@@ -90,11 +96,13 @@ class TrecQAOptions(DatasetOptions):
     """TrecQA's options: which training file."""
 
     train: Literal["train_all", "train"] = Field(
-        "train_all", description="train_all = TRAIN-ALL, as in BERTSel; train = TRAIN, the manually judged part"
+        "train_all",
+        description="train_all = TRAIN-ALL, as in BERTSel; train = TRAIN, the manually judged part",
     )
     moved: ClassVar[dict[str, str]] = {
         "test": "clean/raw is now the scoring protocol, not an option of the data: write protocol.trecqa.scoring: clean (default) or raw"
     }
+
 
 LABELS = {"positive": 1, "negative": 0}
 _OPEN_BLOCK = re.compile(r"""<QApairs\s+id\s*=\s*(['"])(.*?)\1\s*>""")
@@ -152,14 +160,20 @@ def read_qapairs(path: str | Path) -> Iterator[QAPairs]:
                 assert block is not None
                 text = " ".join(tokens.split()) if tokens is not None else ""
                 if not text:
-                    raise FormatError(path, element_line, f"<{element}> of {block.qid} has no tokens line")
+                    raise FormatError(
+                        path, element_line, f"<{element}> of {block.qid} has no tokens line"
+                    )
                 if element == "question":
                     block.question = text
                 else:
                     block.candidates.append(Candidate(text, LABELS[element], element_line))
                 element = None
             elif _is_tag(line):
-                raise FormatError(path, lineno, f"{line} inside <{element}> (opened on line {element_line}) before </{element}>")
+                raise FormatError(
+                    path,
+                    lineno,
+                    f"{line} inside <{element}> (opened on line {element_line}) before </{element}>",
+                )
             elif tokens is None:
                 tokens = raw
             continue
@@ -167,29 +181,47 @@ def read_qapairs(path: str | Path) -> Iterator[QAPairs]:
             if line in (f"<{name}>" for name in _ELEMENTS):
                 element, element_line, tokens = line[1:-1], lineno, None
                 if element == "question" and block.question is not None:
-                    raise FormatError(path, lineno, f"second <question> in <QApairs id='{block.qid}'>")
+                    raise FormatError(
+                        path, lineno, f"second <question> in <QApairs id='{block.qid}'>"
+                    )
                 if element != "question" and block.question is None:
-                    raise FormatError(path, lineno, f"<{element}> before the <question> of {block.qid}")
+                    raise FormatError(
+                        path, lineno, f"<{element}> before the <question> of {block.qid}"
+                    )
             elif line == "</QApairs>":
                 if block.question is None:
-                    raise FormatError(path, block.line, f"<QApairs id='{block.qid}'> has no <question>")
+                    raise FormatError(
+                        path, block.line, f"<QApairs id='{block.qid}'> has no <question>"
+                    )
                 yield QAPairs(block.qid, block.question, block.line, tuple(block.candidates))
                 block = None
             elif line:
-                raise FormatError(path, lineno, f"unexpected line in <QApairs id='{block.qid}'>: {line[:60]!r}")
+                raise FormatError(
+                    path, lineno, f"unexpected line in <QApairs id='{block.qid}'>: {line[:60]!r}"
+                )
             continue
         match = _OPEN_BLOCK.fullmatch(line)
         if match:
             qid = match.group(2).strip()
             if not qid or any(ch.isspace() for ch in qid):
-                raise FormatError(path, lineno, f"QApairs id {match.group(2)!r} is empty or contains spaces")
+                raise FormatError(
+                    path, lineno, f"QApairs id {match.group(2)!r} is empty or contains spaces"
+                )
             block = _Block(qid, lineno)
         elif line not in _OUTSIDE and not line.startswith("<?xml"):
             raise FormatError(path, lineno, f"expected <QApairs id='...'>, got {line[:60]!r}")
     if element is not None:
-        raise FormatError(path, element_line, f"<{element}> is not closed before the end of the file (line {lineno})")
+        raise FormatError(
+            path,
+            element_line,
+            f"<{element}> is not closed before the end of the file (line {lineno})",
+        )
     if block is not None:
-        raise FormatError(path, block.line, f"<QApairs id='{block.qid}'> is not closed before the end of the file (line {lineno})")
+        raise FormatError(
+            path,
+            block.line,
+            f"<QApairs id='{block.qid}'> is not closed before the end of the file (line {lineno})",
+        )
 
 
 def _is_tag(line: str) -> bool:
@@ -228,13 +260,20 @@ class TrecQA(Dataset):
     )
     files = tuple(
         RawFile(
-            name=name, url=ARCHIVE_URL, member=f"{ARCHIVE_FOLDER}/{name}", archive_md5=ARCHIVE_MD5,
-            size=MEMBER_CHECKSUMS.get(name, (None, None))[0], sha256=MEMBER_CHECKSUMS.get(name, (None, None))[1],
+            name=name,
+            url=ARCHIVE_URL,
+            member=f"{ARCHIVE_FOLDER}/{name}",
+            archive_md5=ARCHIVE_MD5,
+            size=MEMBER_CHECKSUMS.get(name, (None, None))[0],
+            sha256=MEMBER_CHECKSUMS.get(name, (None, None))[1],
         )
         for name in RAW_FILES.values()
     )
     # TRAIN-ALL and the whole DEV and TEST files; `clean` counts 65 / 68 of their questions.
-    counts = {"split": {"train": 1_229, "dev": 82, "test": 100}, "pairs": {"train": 53_417, "dev": 1_148, "test": 1_517}}
+    counts = {
+        "split": {"train": 1_229, "dev": 82, "test": 100},
+        "pairs": {"train": 53_417, "dev": 1_148, "test": 1_517},
+    }
     protocol = Protocol(
         first_stage="pool",
         depth=None,
@@ -287,7 +326,9 @@ class TrecQA(Dataset):
         prepared.extra_stats.update({"train_file": RAW_FILES[train]})
         return prepared
 
-    def raw_files(self, options: dict[str, Any] | None = None, splits: Collection[str] | None = None) -> tuple[RawFile, ...]:
+    def raw_files(
+        self, options: dict[str, Any] | None = None, splits: Collection[str] | None = None
+    ) -> tuple[RawFile, ...]:
         """The train file that ``options["train"]`` names (TRAIN or TRAIN-ALL), DEV and TEST; or
         only the files of ``splits``.
 
@@ -296,9 +337,13 @@ class TrecQA(Dataset):
             ['test-less-than-40.manual-edit.xml']
         """
         keys = self._file_keys({**self.protocol.options, **(options or {})}, splits)
-        return tuple(spec for spec in self.files if spec.name in {RAW_FILES[key] for key in keys.values()})
+        return tuple(
+            spec for spec in self.files if spec.name in {RAW_FILES[key] for key in keys.values()}
+        )
 
-    def split_judgements(self, raw_dir: str | Path, split: str, options: dict[str, Any] | None = None) -> tuple[list[str], Qrels]:
+    def split_judgements(
+        self, raw_dir: str | Path, split: str, options: dict[str, Any] | None = None
+    ) -> tuple[list[str], Qrels]:
         """Questions and qrels of one split, parsed from that split's file only.
 
         Example:
@@ -350,7 +395,9 @@ class _Builder:
             in_file += 1
             if block.qid in self.origin:
                 where, line = self.origin[block.qid]
-                raise FormatError(path, block.line, f"question id {block.qid} is also at {where}:{line}")
+                raise FormatError(
+                    path, block.line, f"question id {block.qid} is also at {where}:{line}"
+                )
             self.origin[block.qid] = (str(path), block.line)
             labels = {c.label for c in block.candidates}
             mixed += labels == {0, 1}

@@ -36,17 +36,28 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pydantic import Field
+
 from reranklab.data._parsing import Element, iter_json_member_array, iter_xml_elements, read_text
 from reranklab.data.base import Dataset, Prepared, Protocol, RawFile
 from reranklab.data.registry import register_dataset
-from reranklab.errors import ConfigError, DownloadError, FormatError
+from reranklab.errors import DownloadError, FormatError
 from reranklab.io import Qrels
+from reranklab.settings.base import DatasetOptions
 
 QUERIES_FILE = "gov2.query.json"
 PASSAGES_FILE = "grade.trectext_patched"
 PAGE = "https://ciir.cs.umass.edu/downloads/WebAP/"
 GRADES = {"NONE": 0, "FAIR": 1, "GOOD": 2, "EXCEL": 3, "PERFECT": 4}
 DEFAULT_SEED = 1
+
+
+class WebAPOptions(DatasetOptions):
+    """WebAP's options: how its negative passages are cut."""
+
+    seed: int = Field(DEFAULT_SEED, description="seed of the negative-passage lengths")
+
+
 _MANUAL = (
     f"download the WebAP data from {PAGE} (free for research use; GOV2-derived text, accept the "
     "terms shown there), unpack it and copy WebAP/gradedText/{name}"
@@ -92,13 +103,21 @@ def read_topics(path: str | Path) -> dict[str, str]:
         number, text = item.get("number"), item.get("text")
         if isinstance(number, int) and not isinstance(number, bool):
             number = str(number)
-        if not isinstance(number, str) or not number.strip() or any(ch.isspace() for ch in number.strip()):
-            raise FormatError(path, line, f"query 'number' {number!r} is not a non-empty id without spaces")
+        if (
+            not isinstance(number, str)
+            or not number.strip()
+            or any(ch.isspace() for ch in number.strip())
+        ):
+            raise FormatError(
+                path, line, f"query 'number' {number!r} is not a non-empty id without spaces"
+            )
         if not isinstance(text, str) or not text.strip():
             raise FormatError(path, line, f"query {number}: 'text' is missing or empty")
         number = number.strip()
         if number in first:
-            raise FormatError(path, line, f"query number {number} is repeated (first on line {first[number]})")
+            raise FormatError(
+                path, line, f"query number {number} is repeated (first on line {first[number]})"
+            )
         first[number] = line
         topics[number] = " ".join(text.split())
     return topics
@@ -126,7 +145,9 @@ def read_documents(path: str | Path) -> Iterator[JudgedDocument]:
     """
     path = Path(path)
     for doc in iter_xml_elements(path, {"DOC"}):
-        docno, qid, original = (_field(path, doc, tag) for tag in ("DOCNO", "TARGET_QID", "ORIGINAL_DOCNO"))
+        docno, qid, original = (
+            _field(path, doc, tag) for tag in ("DOCNO", "TARGET_QID", "ORIGINAL_DOCNO")
+        )
         text = doc.find("TEXT")
         if text is None:
             raise FormatError(path, doc.line, f"<DOC> {docno} has no <TEXT>")
@@ -134,12 +155,18 @@ def read_documents(path: str | Path) -> Iterator[JudgedDocument]:
         for block in text.children:
             if block.tag not in GRADES:
                 raise FormatError(
-                    path, block.line, f"unexpected <{block.tag}> in <TEXT> of {docno}; expected one of {', '.join(GRADES)}"
+                    path,
+                    block.line,
+                    f"unexpected <{block.tag}> in <TEXT> of {docno}; expected one of {', '.join(GRADES)}",
                 )
             words: list[str] = []
             for sentence in block.children:
                 if sentence.tag != "SENTENCE":
-                    raise FormatError(path, sentence.line, f"unexpected <{sentence.tag}> in <{block.tag}>; expected <SENTENCE>")
+                    raise FormatError(
+                        path,
+                        sentence.line,
+                        f"unexpected <{sentence.tag}> in <{block.tag}>; expected <SENTENCE>",
+                    )
                 words += sentence.text.split()
             blocks.append(Block(GRADES[block.tag], tuple(words), block.line))
         yield JudgedDocument(docno, qid, original, doc.line, tuple(blocks))
@@ -164,7 +191,12 @@ def cut_lengths(total: int, mean: float, std: float, rng: random.Random) -> list
 
 
 def _relevant_lengths(documents: Iterable[JudgedDocument]) -> list[int]:
-    return [len(block.words) for doc in documents for block in doc.blocks if block.grade > 0 and block.words]
+    return [
+        len(block.words)
+        for doc in documents
+        for block in doc.blocks
+        if block.grade > 0 and block.words
+    ]
 
 
 def build_passages(
@@ -226,23 +258,15 @@ def build_passages(
     return corpus, qrels, stats
 
 
-def _negatives(words: list[str], mean: float, std: float, rng: random.Random) -> list[tuple[int, tuple[str, ...]]]:
+def _negatives(
+    words: list[str], mean: float, std: float, rng: random.Random
+) -> list[tuple[int, tuple[str, ...]]]:
     pieces = []
     start = 0
     for size in cut_lengths(len(words), mean, std, rng):
         pieces.append((0, tuple(words[start : start + size])))
         start += size
     return pieces
-
-
-def _seed(options: dict[str, Any]) -> int:
-    unknown = sorted(set(options) - {"seed"})
-    if unknown:
-        raise ConfigError(f"protocol.webap.options: unknown option(s) {unknown}; WebAP takes 'seed'")
-    seed = options.get("seed", DEFAULT_SEED)
-    if not isinstance(seed, int) or isinstance(seed, bool):
-        raise ConfigError(f"protocol.webap.options.seed: expected an integer, got {seed!r}")
-    return seed
 
 
 @register_dataset
@@ -276,8 +300,9 @@ class WebAP(Dataset):
         negatives_per_positive="all",
         relevance_threshold=1,
         metrics=("P@1", "MRR", "MAP"),
-        options={"seed": DEFAULT_SEED},
+        options=WebAPOptions.defaults(),
     )
+    options_model = WebAPOptions
 
     def parse(self, raw_dir: Path, options: dict[str, Any]) -> Prepared:
         """Parse ``gov2.query.json`` and ``grade.trectext_patched`` from ``raw_dir``.
@@ -294,19 +319,29 @@ class WebAP(Dataset):
             >>> WebAP().parse(Path("raw/webap"), {"seed": 1}).stats()["queries"]  # doctest: +SKIP
             80
         """
-        seed = _seed(options)
+        seed = self.read_options(options).seed
         raw_dir = Path(raw_dir)
         for name in (QUERIES_FILE, PASSAGES_FILE):
             if not (raw_dir / name).is_file():
-                raise DownloadError(f"{raw_dir / name}: missing; run the download step for {self.name} first")
+                raise DownloadError(
+                    f"{raw_dir / name}: missing; run the download step for {self.name} first"
+                )
         topics = read_topics(raw_dir / QUERIES_FILE)
         documents: list[JudgedDocument] = []
         seen: dict[str, int] = {}
         for doc in read_documents(raw_dir / PASSAGES_FILE):
             if doc.docno in seen:
-                raise FormatError(raw_dir / PASSAGES_FILE, doc.line, f"DOCNO {doc.docno} is repeated (first on line {seen[doc.docno]})")
+                raise FormatError(
+                    raw_dir / PASSAGES_FILE,
+                    doc.line,
+                    f"DOCNO {doc.docno} is repeated (first on line {seen[doc.docno]})",
+                )
             if doc.qid not in topics:
-                raise FormatError(raw_dir / PASSAGES_FILE, doc.line, f"TARGET_QID {doc.qid} is not a query of {QUERIES_FILE}")
+                raise FormatError(
+                    raw_dir / PASSAGES_FILE,
+                    doc.line,
+                    f"TARGET_QID {doc.qid} is not a query of {QUERIES_FILE}",
+                )
             seen[doc.docno] = doc.line
             documents.append(doc)
         corpus, judged, stats = build_passages(documents, seed, raw_dir / PASSAGES_FILE)
@@ -320,4 +355,6 @@ class WebAP(Dataset):
             **stats,
             "seed": seed,
         }
-        return Prepared(corpus=corpus, queries=queries, qrels=qrels, split=None, pool=None, extra_stats=extra)
+        return Prepared(
+            corpus=corpus, queries=queries, qrels=qrels, split=None, pool=None, extra_stats=extra
+        )

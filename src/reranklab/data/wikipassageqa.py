@@ -32,7 +32,7 @@ from reranklab.data._options import require_files
 from reranklab.data._text_files import text_lines
 from reranklab.data.base import Dataset, Prepared, Protocol, RawFile
 from reranklab.data.registry import register_dataset
-from reranklab.errors import ConfigError, FormatError
+from reranklab.errors import FormatError
 from reranklab.io import Qrels, Run
 
 SPLITS = ("train", "dev", "test")
@@ -77,18 +77,30 @@ def read_split(path: str | Path) -> list[Question]:
         fields = line.split("\t")
         if not header_seen:
             if tuple(fields) != HEADER:
-                raise FormatError(path, lineno, f"header {fields!r} is not the WikiPassageQA header {list(HEADER)!r}")
+                raise FormatError(
+                    path,
+                    lineno,
+                    f"header {fields!r} is not the WikiPassageQA header {list(HEADER)!r}",
+                )
             header_seen = True
             continue
         if len(fields) != len(HEADER):
-            raise FormatError(path, lineno, f"expected {len(HEADER)} tab-separated fields ({' '.join(HEADER)}), got {len(fields)}")
+            raise FormatError(
+                path,
+                lineno,
+                f"expected {len(HEADER)} tab-separated fields ({' '.join(HEADER)}), got {len(fields)}",
+            )
         qid, question, doc_id, doc_name, relevant = (value.strip() for value in fields)
         for column, value in zip(HEADER, (qid, question, doc_id, doc_name, relevant), strict=True):
             if not value:
                 raise FormatError(path, lineno, f"empty {column}")
         passages = tuple(p.strip() for p in relevant.split(","))
         if not all(p.isdigit() for p in passages):
-            raise FormatError(path, lineno, f"RelevantPassages {relevant!r} is not a comma-separated list of passage numbers")
+            raise FormatError(
+                path,
+                lineno,
+                f"RelevantPassages {relevant!r} is not a comma-separated list of passage numbers",
+            )
         if len(set(passages)) != len(passages):
             raise FormatError(path, lineno, f"RelevantPassages {relevant!r} lists a passage twice")
         questions.append(Question(lineno, qid, question, doc_id, doc_name, passages))
@@ -113,14 +125,22 @@ def read_documents(path: str | Path) -> dict[str, dict[str, str]]:
     except json.JSONDecodeError as exc:
         raise FormatError(path, exc.lineno, f"not valid JSON: {exc.msg}") from None
     except UnicodeDecodeError as exc:
-        raise FormatError(path, None, f"not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
+        raise FormatError(
+            path, None, f"not valid UTF-8 ({exc.reason} at byte {exc.start})"
+        ) from None
     if not isinstance(data, dict):
         raise FormatError(path, None, "expected a JSON object {DocumentID: {PassageID: text}}")
     for doc_id, passages in data.items():
         if not isinstance(passages, dict) or not all(isinstance(t, str) for t in passages.values()):
-            raise FormatError(path, None, f"document {doc_id!r}: expected an object {{PassageID: text}}")
+            raise FormatError(
+                path, None, f"document {doc_id!r}: expected an object {{PassageID: text}}"
+            )
         if not all(p.isdigit() for p in passages):
-            raise FormatError(path, None, f"document {doc_id!r}: passage ids must be numbers, got {sorted(passages)[:3]}")
+            raise FormatError(
+                path,
+                None,
+                f"document {doc_id!r}: passage ids must be numbers, got {sorted(passages)[:3]}",
+            )
     return data
 
 
@@ -129,7 +149,12 @@ def passage_id(doc_id: str, passage: str) -> str:
     return f"{doc_id}_{passage}"
 
 
-def _build(splits: dict[str, list[Question]], documents: dict[str, dict[str, str]], files: dict[str, Path], docs_path: Path) -> Prepared:
+def _build(
+    splits: dict[str, list[Question]],
+    documents: dict[str, dict[str, str]],
+    files: dict[str, Path],
+    docs_path: Path,
+) -> Prepared:
     queries: dict[str, str] = {}
     qrels: Qrels = {}
     pool: Run = {}
@@ -142,32 +167,50 @@ def _build(splits: dict[str, list[Question]], documents: dict[str, dict[str, str
         for q in questions:
             if q.qid in origin:
                 first_split, first_line = origin[q.qid]
-                raise FormatError(path, q.line, f"QID {q.qid} also on line {first_line} of {files[first_split].name}")
+                raise FormatError(
+                    path,
+                    q.line,
+                    f"QID {q.qid} also on line {first_line} of {files[first_split].name}",
+                )
             origin[q.qid] = (name, q.line)
             passages = documents.get(q.doc_id)
             if passages is None:
-                raise FormatError(path, q.line, f"DocumentID {q.doc_id} ({q.doc_name}) is not in {docs_path.name}")
+                raise FormatError(
+                    path, q.line, f"DocumentID {q.doc_id} ({q.doc_name}) is not in {docs_path.name}"
+                )
             absent = [p for p in q.relevant if p not in passages]
             if absent:
-                raise FormatError(path, q.line, f"relevant passage(s) {absent} are not passages of document {q.doc_id} in {docs_path.name}")
+                raise FormatError(
+                    path,
+                    q.line,
+                    f"relevant passage(s) {absent} are not passages of document {q.doc_id} in {docs_path.name}",
+                )
             ordered = sorted(passages, key=int)
             queries[q.qid] = q.question
             qrels[q.qid] = {passage_id(q.doc_id, p): 1 for p in q.relevant}
             # Decreasing scores keep passage order under the (-score, pid) ranking of run files.
-            pool[q.qid] = {passage_id(q.doc_id, p): float(len(ordered) - i) for i, p in enumerate(ordered)}
+            pool[q.qid] = {
+                passage_id(q.doc_id, p): float(len(ordered) - i) for i, p in enumerate(ordered)
+            }
             split[name].append(q.qid)
             used_docs.add(q.doc_id)
     corpus = {
         passage_id(doc_id, p): text
-        for doc_id in sorted(documents, key=lambda d: (not d.isdigit(), int(d) if d.isdigit() else 0, d))
+        for doc_id in sorted(
+            documents, key=lambda d: (not d.isdigit(), int(d) if d.isdigit() else 0, d)
+        )
         for p, text in sorted(documents[doc_id].items(), key=lambda item: int(item[0]))
     }
     extra = {
         "documents": len(documents),
         "documents_with_questions": len(used_docs),
-        "relevant_passages": {name: sum(len(q.relevant) for q in qs) for name, qs in splits.items()},
+        "relevant_passages": {
+            name: sum(len(q.relevant) for q in qs) for name, qs in splits.items()
+        },
     }
-    return Prepared(corpus=corpus, queries=queries, qrels=qrels, split=split, pool=pool, extra_stats=extra)
+    return Prepared(
+        corpus=corpus, queries=queries, qrels=qrels, split=split, pool=pool, extra_stats=extra
+    )
 
 
 @register_dataset
@@ -184,7 +227,13 @@ class WikiPassageQA(Dataset):
     )
     files = (
         *(
-            RawFile(name=f"{split}.tsv", url=ZIP_URL, member=f"{ZIP_FOLDER}{split}.tsv", size=size, sha256=sha256)
+            RawFile(
+                name=f"{split}.tsv",
+                url=ZIP_URL,
+                member=f"{ZIP_FOLDER}{split}.tsv",
+                size=size,
+                sha256=sha256,
+            )
             for split, (size, sha256) in _CHECKSUMS.items()
         ),
         RawFile(name=PASSAGES, url=ZIP_URL, member=f"{ZIP_FOLDER}{PASSAGES}"),
@@ -211,8 +260,7 @@ class WikiPassageQA(Dataset):
             >>> WikiPassageQA().parse(Path("raw/wikipassageqa"), {}).stats()["split"]  # doctest: +SKIP
             {'train': 3332, 'dev': 417, 'test': 416}
         """
-        if options:
-            raise ConfigError(f"protocol.{self.name}.options: WikiPassageQA takes no options, got {sorted(options)}")
+        self.read_options(options)
         raw_dir = Path(raw_dir)
         require_files(raw_dir, [f.name for f in self.files], self.name)
         files = {split: raw_dir / f"{split}.tsv" for split in SPLITS}

@@ -35,12 +35,20 @@ from typing import Any, NamedTuple
 
 from reranklab.data.base import Dataset, Prepared, Protocol, RawFile
 from reranklab.data.registry import register_dataset
-from reranklab.errors import ConfigError, DownloadError, FormatError
+from reranklab.errors import DownloadError, FormatError
 from reranklab.evaluation.protocol import Scoring
 from reranklab.io import Qrels, Run
 
 SPLITS = ("train", "dev", "test")
-HEADER = ("QuestionID", "Question", "DocumentID", "DocumentTitle", "SentenceID", "Sentence", "Label")
+HEADER = (
+    "QuestionID",
+    "Question",
+    "DocumentID",
+    "DocumentTitle",
+    "SentenceID",
+    "Sentence",
+    "Label",
+)
 ZIP_URL = "https://download.microsoft.com/download/E/5/F/E5FCFCEE-7005-4814-853D-DAA7C66507E0/WikiQACorpus.zip"
 ZIP_SIZE = 7_094_233
 # (size, sha256) of the released WikiQA-<split>.tsv files (version 1.0, August 2015).
@@ -88,19 +96,30 @@ def read_rows(path: str | Path) -> Iterator[Row]:
             try:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
-                raise FormatError(path, lineno, f"not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
+                raise FormatError(
+                    path, lineno, f"not valid UTF-8 ({exc.reason} at byte {exc.start})"
+                ) from None
             line = line.removesuffix("\n").removesuffix("\r")
             fields = line.split("\t")
             if lineno == 1:
                 if tuple(fields) != HEADER:
-                    raise FormatError(path, 1, f"header {fields!r} is not the WikiQA header {list(HEADER)!r}")
+                    raise FormatError(
+                        path, 1, f"header {fields!r} is not the WikiQA header {list(HEADER)!r}"
+                    )
                 continue
             if len(fields) != len(HEADER):
                 raise FormatError(
-                    path, lineno, f"expected {len(HEADER)} tab-separated fields ({' '.join(HEADER)}), got {len(fields)}"
+                    path,
+                    lineno,
+                    f"expected {len(HEADER)} tab-separated fields ({' '.join(HEADER)}), got {len(fields)}",
                 )
             qid, question, doc_id, title, sid, sentence, label = fields
-            for column, value in (("QuestionID", qid), ("Question", question), ("SentenceID", sid), ("Sentence", sentence)):
+            for column, value in (
+                ("QuestionID", qid),
+                ("Question", question),
+                ("SentenceID", sid),
+                ("Sentence", sentence),
+            ):
                 if not value.strip():
                     raise FormatError(path, lineno, f"empty {column}")
             if label not in ("0", "1"):
@@ -170,7 +189,9 @@ class _Builder:
             self._add_sentence(split, path, row)
             judged = self.qrels[row.qid]
             if row.sid in judged:
-                raise FormatError(path, row.line, f"question {row.qid} lists sentence {row.sid} twice")
+                raise FormatError(
+                    path, row.line, f"question {row.qid} lists sentence {row.sid} twice"
+                )
             judged[row.sid] = row.label
             self.candidates[row.qid].append(row.sid)
         self.split[split] = qids
@@ -194,11 +215,17 @@ class _Builder:
             return
         first_split, first_line, first_path = origin
         if first_split != split:
-            raise FormatError(path, row.line, f"question {row.qid} is also in the {first_split} split ({first_path}:{first_line})")
+            raise FormatError(
+                path,
+                row.line,
+                f"question {row.qid} is also in the {first_split} split ({first_path}:{first_line})",
+            )
         if self.queries[row.qid] != row.question:
             raise FormatError(
-                path, row.line, f"question {row.qid} has a different text than on line {first_line}: "
-                f"{row.question!r} vs {self.queries[row.qid]!r}"
+                path,
+                row.line,
+                f"question {row.qid} has a different text than on line {first_line}: "
+                f"{row.question!r} vs {self.queries[row.qid]!r}",
             )
 
     def _add_sentence(self, split: str, path: Path, row: Row) -> None:
@@ -210,8 +237,10 @@ class _Builder:
         elif known != row.sentence:
             first_path, first_line = self._sid_origin[row.sid]
             raise FormatError(
-                path, row.line, f"SentenceID {row.sid} has a different text than at {first_path}:{first_line}: "
-                f"{row.sentence!r} vs {known!r}"
+                path,
+                row.line,
+                f"SentenceID {row.sid} has a different text than at {first_path}:{first_line}: "
+                f"{row.sentence!r} vs {known!r}",
             )
 
     def prepared(self) -> Prepared:
@@ -221,9 +250,16 @@ class _Builder:
             for qid, sids in self.candidates.items()
         }
         extra: dict[str, Any] = dict(self.stats)
-        extra["passages_in_several_splits"] = sum(1 for splits in self._sid_splits.values() if len(splits) > 1)
+        extra["passages_in_several_splits"] = sum(
+            1 for splits in self._sid_splits.values() if len(splits) > 1
+        )
         return Prepared(
-            corpus=self.corpus, queries=self.queries, qrels=self.qrels, split=self.split, pool=pool, extra_stats=extra
+            corpus=self.corpus,
+            queries=self.queries,
+            qrels=self.qrels,
+            split=self.split,
+            pool=pool,
+            extra_stats=extra,
         )
 
 
@@ -285,8 +321,7 @@ class WikiQA(Dataset):
             >>> WikiQA().parse(Path("raw/wikiqa"), {}).stats()["split"]  # doctest: +SKIP
             {'train': 2118, 'dev': 296, 'test': 633}
         """
-        if options:
-            raise ConfigError(f"protocol.{self.name}.options: WikiQA takes no options, got {sorted(options)}")
+        self.read_options(options)
         builder = _Builder()
         for split in SPLITS:
             path = Path(raw_dir) / raw_name(split)
@@ -295,7 +330,9 @@ class WikiQA(Dataset):
             builder.add_file(split, path)
         return builder.prepared()
 
-    def raw_files(self, options: dict[str, Any] | None = None, splits: Collection[str] | None = None) -> tuple[RawFile, ...]:
+    def raw_files(
+        self, options: dict[str, Any] | None = None, splits: Collection[str] | None = None
+    ) -> tuple[RawFile, ...]:
         """``WikiQA-<split>.tsv`` of each of ``splits`` (default: all three).
 
         Example:
@@ -305,7 +342,9 @@ class WikiQA(Dataset):
         names = {raw_name(split) for split in self._splits(options, splits)}
         return tuple(spec for spec in self.files if spec.name in names)
 
-    def split_judgements(self, raw_dir: str | Path, split: str, options: dict[str, Any] | None = None) -> tuple[list[str], Qrels]:
+    def split_judgements(
+        self, raw_dir: str | Path, split: str, options: dict[str, Any] | None = None
+    ) -> tuple[list[str], Qrels]:
         """Questions and qrels of one split, parsed from ``WikiQA-<split>.tsv`` only.
 
         Example:
@@ -318,7 +357,9 @@ class WikiQA(Dataset):
             builder.add_file(name, self._raw_path(raw_dir, name))
         return self._split_of(builder.split, builder.qrels, split)
 
-    def run_aliases(self, raw_dir: str | Path, split: str) -> dict[str, tuple[str, dict[str, str]]] | None:
+    def run_aliases(
+        self, raw_dir: str | Path, split: str
+    ) -> dict[str, tuple[str, dict[str, str]]] | None:
         """The ``.ref`` numbering of ``split`` (:func:`ref_numbering`); ``None`` for ``all``."""
         if split == "all":
             return None  # the numbering restarts in each split's file
@@ -326,8 +367,7 @@ class WikiQA(Dataset):
         return ref_numbering(self._raw_path(raw_dir, split))
 
     def _splits(self, options: dict[str, Any] | None, splits: Collection[str] | None) -> list[str]:
-        if options:
-            raise ConfigError(f"protocol.{self.name}.options: WikiQA takes no options, got {sorted(options)}")
+        self.read_options(options)
         if splits is None:
             return list(SPLITS)
         self.check_splits(splits)

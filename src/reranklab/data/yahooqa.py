@@ -44,7 +44,7 @@ import random
 from pathlib import Path
 from typing import Any
 
-from reranklab.data._options import check_options, require_files
+from reranklab.data._options import require_files
 from reranklab.data.base import Dataset, Prepared, Protocol, RawFile
 from reranklab.data.registry import register_dataset
 from reranklab.errors import FormatError
@@ -300,7 +300,7 @@ class YahooQA(Dataset):
             >>> YahooQA().parse(Path("raw/yahooqa"), {}).split["dev"][:2]  # doctest: +SKIP
             ['dev-q1', 'dev-q2']
         """
-        check_options(self.name, options, ())
+        self.read_options(options)
         raw_dir = Path(raw_dir)
         require_files(raw_dir, [RAW_FILE], self.name)
         splits, extra = read_splits(raw_dir / RAW_FILE)

@@ -7,7 +7,26 @@ from importing it as one).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import Field
+
+from reranklab.settings.variant import VariantSettings
+
+QueryMaxLength = Annotated[
+    int | None,
+    Field(
+        ge=1,
+        le=512,
+        description="cut the query to this many word pieces before the passage fills the rest of max_length; null = the query is never cut",
+    ),
+]
+
+
+class CrossEncoderSettings(VariantSettings):
+    """What every token cross-encoder reads: how far its query may run (not cut by default)."""
+
+    query_max_length: QueryMaxLength = None
 
 
 def token_inputs(training: Mapping[str, Any]) -> dict[str, Any]:
@@ -17,8 +36,8 @@ def token_inputs(training: Mapping[str, Any]) -> dict[str, Any]:
         >>> token_inputs({"query_max_length": 64}), token_inputs({"query_max_length": None})
         ({'query_max_length': 64}, {})
     """
-    query_max_length = training.get("query_max_length")
-    return {"query_max_length": int(query_max_length)} if query_max_length else {}
+    query_max_length = CrossEncoderSettings.from_training(training).query_max_length
+    return {} if query_max_length is None else {"query_max_length": query_max_length}
 
 
 def build_cross_encoder(

@@ -10,6 +10,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from reranklab.models.registry import VariantSpec, register_variant
+from reranklab.settings.training import training_view
+from reranklab.settings.variant import VariantSettings
 
 
 def register_lite_variant(
@@ -17,7 +19,7 @@ def register_lite_variant(
     head_kind: str,
     head_options: Callable[[Mapping[str, Any]], dict[str, Any]],
     description: str,
-    defaults: dict[str, Any],
+    settings: type[VariantSettings],
 ) -> VariantSpec:
     """Register a lite variant whose head is ``head_kind`` built with ``head_options(training)``."""
 
@@ -32,6 +34,7 @@ def register_lite_variant(
             max_length=max_length,
             encoder_name=encoder,
             head_options=head_options(training),
+            # A train job's settings leave eval_batch_size out (it changes no model): 64 there.
             encode_batch_size=int(training.get("eval_batch_size", 64)),
         )
 
@@ -45,7 +48,7 @@ def register_lite_variant(
             featurize=featurize,
             load=load,
             encode=encode,
-            defaults=defaults,
+            settings=settings,
         )
     )
 
@@ -53,7 +56,7 @@ def register_lite_variant(
 def loss(model: Any, training: Mapping[str, Any]) -> Any:
     from reranklab.models.losses.pairwise_max_margin import PairwiseMaxMarginLoss
 
-    return PairwiseMaxMarginLoss(model, margin=float(training.get("margin", 0.2)))
+    return PairwiseMaxMarginLoss(model, margin=training_view(training).margin)
 
 
 def featurize(*args: Any, **kwargs: Any) -> Any:

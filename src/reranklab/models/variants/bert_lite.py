@@ -10,16 +10,24 @@ Defaults: learning rate 1e-3 (only the head is trained), 10% warm-up, margin 0.2
 from __future__ import annotations
 
 from reranklab.models.variants._lite import register_lite_variant
-from reranklab.models.variants._settings import setting
+from reranklab.models.variants.dmn import HeadDropout
+from reranklab.settings.variant import VariantSettings
 
 NAME = "bert_lite"
-DROPOUT = 0.1
+
+
+class BertLiteSettings(VariantSettings):
+    """BERT-lite trains only its linear head: learning rate 1e-3, margin 0.2, dropout 0.1."""
+
+    learning_rate: float = 1e-3
+    margin: float = 0.2
+    head_dropout: HeadDropout = 0.1
 
 
 SPEC = register_lite_variant(
     NAME,
     "linear",
-    lambda training: {"dropout": float(setting(training, "head_dropout", DROPOUT))},
+    lambda training: {"dropout": BertLiteSettings.from_training(training).head_dropout},
     description="BERT-lite: linear head on the cached [CLS] of a frozen encoder (reranklab encode); a = sigmoid(w.c + b), max-margin",
-    defaults={"learning_rate": 1e-3, "margin": 0.2, "head_dropout": DROPOUT},
+    settings=BertLiteSettings,
 )

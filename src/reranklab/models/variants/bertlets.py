@@ -14,9 +14,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from reranklab.models.registry import VariantSpec, register_variant
-from reranklab.models.variants._cross_encoder import token_inputs
+from reranklab.models.variants._cross_encoder import CrossEncoderSettings, token_inputs
 
 NAME = "bertlets"
+
+
+class BertletsSettings(CrossEncoderSettings):
+    """BERTlets' hinge margin (Mass et al.)."""
+
+    margin: float = 0.2
 
 
 def build(encoder: str, training: Mapping[str, Any], max_length: int) -> Any:
@@ -24,7 +30,12 @@ def build(encoder: str, training: Mapping[str, Any], max_length: int) -> Any:
     from reranklab.models.reranker import CrossEncoderReranker
 
     return CrossEncoderReranker.from_encoder(
-        encoder, variant=NAME, num_outputs=1, score="logit", max_length=max_length, inputs=token_inputs(training)
+        encoder,
+        variant=NAME,
+        num_outputs=1,
+        score="logit",
+        max_length=max_length,
+        inputs=token_inputs(training),
     )
 
 
@@ -32,7 +43,7 @@ def loss(model: Any, training: Mapping[str, Any]) -> Any:
     """Softmax hinge on (positive, negative) score pairs with ``training.margin``."""
     from reranklab.models.losses.triplet_softmax_hinge import TripletSoftmaxHingeLoss
 
-    return TripletSoftmaxHingeLoss(model, margin=float(training.get("margin", 0.2)))
+    return TripletSoftmaxHingeLoss(model, margin=BertletsSettings.from_training(training).margin)
 
 
 SPEC = register_variant(
@@ -42,6 +53,6 @@ SPEC = register_variant(
         description="BERTlets: [CLS] -> scalar, softmax hinge (margin m) on (q, p+, p-) triplets; score the scalar",
         build=build,
         loss=loss,
-        defaults={"margin": 0.2},
+        settings=BertletsSettings,
     )
 )

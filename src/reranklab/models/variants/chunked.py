@@ -14,13 +14,39 @@ Defaults: ``chunks: 2``, ``chunk_length: 128``, ``pooling: attention``, ``attent
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import Field
 
 from reranklab.models.registry import VariantSpec, register_variant
-from reranklab.models.variants._cross_encoder import token_inputs
+from reranklab.models.variants._cross_encoder import CrossEncoderSettings, token_inputs
+from reranklab.settings.training import training_view
 
 NAME = "chunked"
-DEFAULTS = {"chunks": 2, "chunk_length": 128, "pooling": "attention", "attention_size": 192}
+
+
+class ChunkedSettings(CrossEncoderSettings):
+    """How Mass et al. chunk a passage (§4.3.2)."""
+
+    chunks: int = Field(
+        2,
+        ge=2,
+        le=8,
+        description="equal parts (by words) the passage is split into, each encoded with the query (Mass et al. use 2 or 3)",
+    )
+    chunk_length: int | None = Field(
+        128,
+        ge=16,
+        le=512,
+        description="word pieces of each (query, chunk) sequence (Mass et al. 128); null = the cell's max_length",
+    )
+    pooling: Literal["attention", "max"] = Field(
+        "attention",
+        description="how the chunks' [CLS] vectors are combined, additive attention (Yang et al. 2016) or max-pooling",
+    )
+    attention_size: int = Field(
+        192, ge=1, description="size of the additive attention's hidden layer (Mass et al. 192)"
+    )
 
 
 def build(encoder: str, training: Mapping[str, Any], max_length: int) -> Any:
@@ -28,8 +54,8 @@ def build(encoder: str, training: Mapping[str, Any], max_length: int) -> Any:
     from reranklab.models.chunked import ChunkedReranker
     from reranklab.models.encoder import load_encoder
 
-    chunks = int(training.get("chunks") or DEFAULTS["chunks"])
-    chunk_length = int(training.get("chunk_length") or max_length)
+    settings = ChunkedSettings.from_training(training)
+    chunk_length = max_length if settings.chunk_length is None else settings.chunk_length
     model, tokenizer = load_encoder(encoder)
     return ChunkedReranker(
         model,
@@ -39,9 +65,9 @@ def build(encoder: str, training: Mapping[str, Any], max_length: int) -> Any:
         score="logit",
         max_length=chunk_length,
         encoder_name=encoder,
-        inputs={**token_inputs(training), "chunks": chunks, "chunk_length": chunk_length},
-        pooling=str(training.get("pooling") or DEFAULTS["pooling"]),
-        attention_size=int(training.get("attention_size") or DEFAULTS["attention_size"]),
+        inputs={**token_inputs(training), "chunks": settings.chunks, "chunk_length": chunk_length},
+        pooling=settings.pooling,
+        attention_size=settings.attention_size,
     )
 
 
@@ -49,10 +75,17 @@ def loss(model: Any, training: Mapping[str, Any]) -> Any:
     """The BERTlets softmax hinge with ``training.margin``."""
     from reranklab.models.losses.triplet_softmax_hinge import TripletSoftmaxHingeLoss
 
-    return TripletSoftmaxHingeLoss(model, margin=float(training.get("margin", 0.2)))
+    return TripletSoftmaxHingeLoss(model, margin=training_view(training).margin)
 
 
-def featurize(model: Any, id_pairs: Any, queries: Mapping[str, str], corpus: Mapping[str, str], *, progress: bool = True) -> Any:
+def featurize(
+    model: Any,
+    id_pairs: Any,
+    queries: Mapping[str, str],
+    corpus: Mapping[str, str],
+    *,
+    progress: bool = True,
+) -> Any:
     """``chunks`` (query, chunk) sequences per pair (:func:`reranklab.models.chunked.chunk_features`)."""
     from reranklab.models.chunked import chunk_features
 
@@ -73,7 +106,7 @@ SPEC = register_variant(
         description="chunked BERTlets: passage split into 2-3 chunks, (q, chunk) [CLS] vectors pooled by attention or max, softmax hinge",
         build=build,
         loss=loss,
-        defaults=dict(DEFAULTS),
+        settings=ChunkedSettings,
         featurize=featurize,
         load=load,
     )

@@ -13,9 +13,17 @@ fine-tuning rate), 10% warm-up, margin 0.2, hidden 256, 4 episodes, dropout 0.1.
 from __future__ import annotations
 
 from reranklab.models.variants._lite import register_lite_variant
-from reranklab.models.variants.dmn import DROPOUT, EPISODES, HIDDEN, head_options
+from reranklab.models.variants.dmn import DmnHead, head_options
 
 NAME = "dmn_lite"
+
+
+class DmnLiteSettings(DmnHead):
+    """DMN-lite trains only the randomly initialised head: learning rate 1e-3 (3e-5 is a
+    fine-tuning rate), 10% warm-up, margin 0.2; the head is BERT-DMN's."""
+
+    learning_rate: float = 1e-3
+    margin: float = 0.2
 
 
 SPEC = register_lite_variant(
@@ -23,5 +31,5 @@ SPEC = register_lite_variant(
     "dmn",
     head_options,
     description="DMN-lite: the BERT-DMN head on cached features of a frozen encoder (reranklab encode); a = sigmoid(W[c;Q;m]), max-margin",
-    defaults={"learning_rate": 1e-3, "margin": 0.2, "memory_hidden": HIDDEN, "episodes": EPISODES, "head_dropout": DROPOUT},
+    settings=DmnLiteSettings,
 )

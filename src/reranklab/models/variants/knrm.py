@@ -16,8 +16,18 @@ from collections.abc import Mapping
 from typing import Any
 
 from reranklab.models.registry import VariantSpec, register_variant
+from reranklab.models.variants._word_vectors import WordVectorSettings
 
 NAME = "knrm"
+
+
+class KnrmSettings(WordVectorSettings):
+    """K-NRM's training: Adam (AdamW without decay), learning rate 1e-3, no warm-up, margin 1."""
+
+    learning_rate: float = 1e-3
+    weight_decay: float = 0.0
+    warmup_ratio: float = 0.0
+    margin: float = 1.0
 
 
 def build(encoder: str, training: Mapping[str, Any], max_length: int) -> Any:
@@ -33,7 +43,7 @@ def build(encoder: str, training: Mapping[str, Any], max_length: int) -> Any:
 def loss(model: Any, training: Mapping[str, Any]) -> Any:
     from reranklab.models.losses.pairwise_max_margin import PairwiseMaxMarginLoss
 
-    return PairwiseMaxMarginLoss(model, margin=float(training.get("margin", 1.0)))
+    return PairwiseMaxMarginLoss(model, margin=KnrmSettings.from_training(training).margin)
 
 
 def featurize(*args: Any, **kwargs: Any) -> Any:
@@ -58,6 +68,6 @@ SPEC = register_variant(
         featurize=featurize,
         load=load,
         reads_collection=True,  # the vocabulary is built from every text of the collection
-        defaults={"learning_rate": 1e-3, "weight_decay": 0.0, "warmup_ratio": 0.0, "margin": 1.0},
+        settings=KnrmSettings,
     )
 )

@@ -17,22 +17,43 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from pydantic import Field
+
 from reranklab.models.registry import VariantSpec, register_variant
-from reranklab.models.variants._cross_encoder import build_cross_encoder
+from reranklab.models.variants._cross_encoder import CrossEncoderSettings, build_cross_encoder
 
 NAME = "marked"
-DEFAULTS = {"markers": 32, "marker_stopwords": "en"}
+
+
+class MarkedSettings(CrossEncoderSettings):
+    """How MarkedBERT marks the query terms (Boualili et al. 2020)."""
+
+    markers: int = Field(
+        32,
+        ge=1,
+        le=512,
+        description="marker pairs [e_k] [/e_k] added to the tokenizer; the k-th distinct query term is marked only for k <= markers",
+    )
+    marker_stopwords: str | None = Field(
+        "en",
+        description="bm25s stop-word list (en, en_plus, de, fr, ...) whose words are never marked (the MarkedBERT authors skip English stop words); null = mark every query term",
+    )
 
 
 def build(encoder: str, training: Mapping[str, Any], max_length: int) -> Any:
     """A fresh MarkedBERT: BERT[PW] whose tokenizer holds ``training.markers`` marker pairs."""
     from reranklab.models.marking import add_marker_tokens, resolve_stopwords
 
-    markers = int(training.get("markers") or DEFAULTS["markers"])
-    stopwords = training.get("marker_stopwords")
+    settings = MarkedSettings.from_training(training)
+    markers, stopwords = settings.markers, settings.marker_stopwords
     resolve_stopwords(stopwords)  # an unknown list fails here, before any training
     model = build_cross_encoder(
-        encoder, training, max_length, variant=NAME, num_outputs=2, score="p_relevant",
+        encoder,
+        training,
+        max_length,
+        variant=NAME,
+        num_outputs=2,
+        score="p_relevant",
         inputs={"markers": markers, "marker_stopwords": stopwords},
     )
     add_marker_tokens(model.tokenizer, model.encoder, markers)
@@ -44,7 +65,9 @@ def marker_for(model: Any) -> Any:
     from reranklab.models.marking import Marker, resolve_stopwords
 
     inputs = model.inputs
-    return Marker(model.tokenizer, int(inputs["markers"]), resolve_stopwords(inputs.get("marker_stopwords")))
+    return Marker(
+        model.tokenizer, int(inputs["markers"]), resolve_stopwords(inputs.get("marker_stopwords"))
+    )
 
 
 def featurize(
@@ -56,9 +79,17 @@ def featurize(
     progress: bool = True,
 ) -> Any:
     """Mark each pair's texts, then tokenise them as the default featurizer does."""
-    from reranklab.training.features import token_features
+    from reranklab.features.featurize import token_features
 
-    return token_features(model, id_pairs, queries, corpus, transform=marker_for(model), progress=progress, desc="mark+tokenise")
+    return token_features(
+        model,
+        id_pairs,
+        queries,
+        corpus,
+        transform=marker_for(model),
+        progress=progress,
+        desc="mark+tokenise",
+    )
 
 
 def loss(model: Any, training: Mapping[str, Any]) -> Any:
@@ -75,7 +106,7 @@ SPEC = register_variant(
         description="MarkedBERT: query-term matches wrapped in [e_k] ... [/e_k] markers (new tokens), then BERT[PW]",
         build=build,
         loss=loss,
-        defaults=dict(DEFAULTS),
+        settings=MarkedSettings,
         featurize=featurize,
     )
 )

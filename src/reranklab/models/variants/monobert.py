@@ -16,15 +16,29 @@ from collections.abc import Mapping
 from typing import Any
 
 from reranklab.models.registry import VariantSpec, register_variant
-from reranklab.models.variants._cross_encoder import build_cross_encoder
+from reranklab.models.variants._cross_encoder import (
+    CrossEncoderSettings,
+    QueryMaxLength,
+    build_cross_encoder,
+)
 
 NAME = "monobert"
-DEFAULTS = {"query_max_length": 64, "learning_rate": 3e-6, "warmup_steps": 10000, "weight_decay": 0.01}
+
+
+class MonoBertSettings(CrossEncoderSettings):
+    """Nogueira & Cho's settings: query cut to 64 pieces, lr 3e-6, 10k warm-up steps, decay 0.01."""
+
+    query_max_length: QueryMaxLength = 64
+    learning_rate: float = 3e-6
+    warmup_steps: int | None = 10000
+    weight_decay: float = 0.01
 
 
 def build(encoder: str, training: Mapping[str, Any], max_length: int) -> Any:
     """A fresh monoBERT (2-way head, score P(relevant), query cut to ``query_max_length``)."""
-    return build_cross_encoder(encoder, training, max_length, variant=NAME, num_outputs=2, score="p_relevant")
+    return build_cross_encoder(
+        encoder, training, max_length, variant=NAME, num_outputs=2, score="p_relevant"
+    )
 
 
 def loss(model: Any, training: Mapping[str, Any]) -> Any:
@@ -41,6 +55,6 @@ SPEC = register_variant(
         description="monoBERT (Nogueira & Cho): BERT[PW] with query cut to 64 pieces, lr 3e-6, 10k warm-up steps, weight decay 0.01",
         build=build,
         loss=loss,
-        defaults=dict(DEFAULTS),
+        settings=MonoBertSettings,
     )
 )

@@ -14,14 +14,20 @@ from collections.abc import Mapping
 from typing import Any
 
 from reranklab.models.registry import VariantSpec, register_variant
-from reranklab.models.variants._cross_encoder import build_cross_encoder
+from reranklab.models.variants._cross_encoder import CrossEncoderSettings, build_cross_encoder
 
 NAME = "pairwise_ce"
 
 
+class PairwiseCeSettings(CrossEncoderSettings):
+    """BERT[CE] fixes nothing beyond the shared settings."""
+
+
 def build(encoder: str, training: Mapping[str, Any], max_length: int) -> Any:
     """A fresh BERT[CE] scorer on ``encoder`` (scalar head, score = the scalar)."""
-    return build_cross_encoder(encoder, training, max_length, variant=NAME, num_outputs=1, score="logit")
+    return build_cross_encoder(
+        encoder, training, max_length, variant=NAME, num_outputs=1, score="logit"
+    )
 
 
 def loss(model: Any, training: Mapping[str, Any]) -> Any:
@@ -38,6 +44,6 @@ SPEC = register_variant(
         description="BERT[CE]: [CLS] -> scalar, -log softmax(s+, s-)[+] on (q, p+, p-) triplets; score the scalar",
         build=build,
         loss=loss,
-        defaults={},
+        settings=PairwiseCeSettings,
     )
 )

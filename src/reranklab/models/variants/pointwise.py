@@ -16,9 +16,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from reranklab.models.registry import VariantSpec, register_variant
-from reranklab.models.variants._cross_encoder import token_inputs
+from reranklab.models.variants._cross_encoder import CrossEncoderSettings, token_inputs
 
 NAME = "pointwise"
+
+
+class PointwiseSettings(CrossEncoderSettings):
+    """BERT[PW] fixes nothing beyond the shared settings (the usual BERT fine-tuning ones)."""
 
 
 def build(encoder: str, training: Mapping[str, Any], max_length: int) -> Any:
@@ -26,7 +30,12 @@ def build(encoder: str, training: Mapping[str, Any], max_length: int) -> Any:
     from reranklab.models.reranker import CrossEncoderReranker
 
     return CrossEncoderReranker.from_encoder(
-        encoder, variant=NAME, num_outputs=2, score="p_relevant", max_length=max_length, inputs=token_inputs(training)
+        encoder,
+        variant=NAME,
+        num_outputs=2,
+        score="p_relevant",
+        max_length=max_length,
+        inputs=token_inputs(training),
     )
 
 
@@ -44,6 +53,6 @@ SPEC = register_variant(
         description="BERT[PW]: [CLS] -> 2-way linear head, cross-entropy on (q, p, label); score P(relevant)",
         build=build,
         loss=loss,
-        defaults={},
+        settings=PointwiseSettings,
     )
 )

@@ -15,13 +15,32 @@ Defaults: Adam (AdamW without decay), learning rate 1e-3, no warm-up, margin 0.2
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import Field
 
 from reranklab.models.registry import VariantSpec, register_variant
-from reranklab.models.variants._settings import setting
+from reranklab.models.variants._word_vectors import WordVectorSettings
 
 NAME = "qa_lstm"
-HIDDEN, POOLING, ATTENTION, DROPOUT = 256, "max", True, 0.5
+
+
+class QaLstmSettings(WordVectorSettings):
+    """Tan et al.'s attentive QA-LSTM, trained with Adam (no decay), 1e-3, no warm-up, margin 0.2."""
+
+    learning_rate: float = 1e-3
+    weight_decay: float = 0.0
+    warmup_ratio: float = 0.0
+    margin: float = 0.2
+    lstm_hidden: int = Field(256, ge=1, description="BiLSTM size per direction (256)")
+    lstm_pooling: Literal["max", "avg"] = Field(
+        "max", description="pooling of the BiLSTM states into question/answer vectors"
+    )
+    lstm_attention: bool = Field(
+        True,
+        description="weight the answer states by an attention on the question (Tan et al.'s attentive QA-LSTM)",
+    )
+    head_dropout: float = Field(0.5, ge=0, le=1, description="dropout on the LSTM states")
 
 
 def build(encoder: str, training: Mapping[str, Any], max_length: int) -> Any:
@@ -31,12 +50,13 @@ def build(encoder: str, training: Mapping[str, Any], max_length: int) -> Any:
 
     source = vector_source(encoder, training)
     dim, tokenizer = source_dimension(source)
+    settings = QaLstmSettings.from_training(training)
     return QALSTM(
         dim,
-        hidden=int(setting(training, "lstm_hidden", HIDDEN)),
-        pooling=str(setting(training, "lstm_pooling", POOLING)),
-        attention=bool(setting(training, "lstm_attention", ATTENTION)),
-        dropout=float(setting(training, "head_dropout", DROPOUT)),
+        hidden=settings.lstm_hidden,
+        pooling=settings.lstm_pooling,
+        attention=settings.lstm_attention,
+        dropout=settings.head_dropout,
         variant=NAME,
         max_length=max_length,
         source=source,
@@ -47,7 +67,7 @@ def build(encoder: str, training: Mapping[str, Any], max_length: int) -> Any:
 def loss(model: Any, training: Mapping[str, Any]) -> Any:
     from reranklab.models.losses.pairwise_max_margin import PairwiseMaxMarginLoss
 
-    return PairwiseMaxMarginLoss(model, margin=float(training.get("margin", 0.2)))
+    return PairwiseMaxMarginLoss(model, margin=QaLstmSettings.from_training(training).margin)
 
 
 def featurize(*args: Any, **kwargs: Any) -> Any:
@@ -72,15 +92,6 @@ SPEC = register_variant(
         featurize=featurize,
         load=load,
         reads_collection=True,  # the vocabulary is built from every text of the collection
-        defaults={
-            "learning_rate": 1e-3,
-            "weight_decay": 0.0,
-            "warmup_ratio": 0.0,
-            "margin": 0.2,
-            "lstm_hidden": HIDDEN,
-            "lstm_pooling": POOLING,
-            "lstm_attention": ATTENTION,
-            "head_dropout": DROPOUT,
-        },
+        settings=QaLstmSettings,
     )
 )

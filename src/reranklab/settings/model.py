@@ -1,0 +1,254 @@
+"""The study model: every key of ``params.yaml``, its type, range, default and description.
+
+The one source of the settings: :mod:`reranklab.settings.generate` writes the JSON schema
+(``workflow/schemas/params.schema.yaml``) from it, :func:`study_defaults` gives the defaults,
+and :func:`validate_study` checks a config file against it before any job runs. The blocks
+keyed by name come from what is registered: ``protocol.<dataset>`` (its ``options`` typed by the
+dataset module's own options model) and ``variants.<variant>`` (the ``training`` keys, with
+every variant's own settings). This package imports no registry: the config layer passes them
+(:func:`reranklab.config.study_model`).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+from functools import lru_cache
+from typing import Annotated, Any, Literal, NamedTuple
+
+from pydantic import AfterValidator, BaseModel, Field, ValidationError, create_model
+from pydantic_core import PydanticCustomError
+
+from reranklab.settings.base import DatasetOptions, Keyed, Section, distinct_list
+from reranklab.settings.errors import config_error
+from reranklab.settings.protocol import protocol_model
+from reranklab.settings.variant import VariantSettings
+from reranklab.settings.variant_fields import training_model
+
+# A block's default, as the schema shows it: {} = every key of the block at its default.
+SECTION_DEFAULT = {"default": {}}
+
+
+class DatasetEntry(NamedTuple):
+    """What the model needs of a registered dataset."""
+
+    name: str
+    options: type[DatasetOptions]  # its module's options model
+    scorings: tuple[str, ...]  # its scoring protocols' names, the official one first
+    label: str  # how messages call it (nfL6, WikiQA)
+
+
+class Retrieval(Section):
+    """First-stage BM25 settings."""
+
+    backend: Literal["bm25s"] = Field(
+        "bm25s",
+        description="BM25 backend (bm25s, embedded; the retrieval package takes further backends behind the same interface).",
+    )
+    k1: float = Field(0.9, ge=0, description="BM25 term-frequency saturation.")
+    b: float = Field(0.4, ge=0, le=1, description="BM25 length normalisation.")
+    stemmer: str | None = Field(
+        "english", description="PyStemmer algorithm for queries and passages (null = no stemming)."
+    )
+    stopwords: str | None = Field("en", description="bm25s stopword list (null = keep all tokens).")
+
+
+class Data(Section):
+    """Where raw files come from."""
+
+    mirror: str | None = Field(
+        None,
+        description="Local folder holding <dataset>/<file> raw files, used instead of the canonical URLs (env RERANKLAB_MIRROR wins).",
+    )
+
+
+class Mlflow(Section):
+    """Experiment tracking."""
+
+    tracking_uri: str = Field(
+        "sqlite:///results/mlflow.db",
+        description="MLflow tracking URI (relative sqlite paths are relative to the working directory).",
+    )
+    experiment: str | None = Field(None, description="Experiment name; null = the study name.")
+
+
+def registered(kind: str, names: Sequence[str]) -> Any:
+    """A string that must be one of ``names`` (an unknown one is reported as an unknown ``kind``)."""
+    known = ", ".join(names)
+
+    def check(value: str) -> str:
+        if value not in names:
+            raise PydanticCustomError(
+                "unknown_name", "unknown {kind}", {"kind": kind, "known": known}
+            )
+        return value
+
+    return Annotated[str, AfterValidator(check), Field(json_schema_extra={"enum": list(names)})]
+
+
+def _keyed(name: str, kind: str, blocks: Mapping[str, tuple[Any, str]]) -> type[Keyed]:
+    base = type(f"{name}Base", (Keyed,), {"__annotations__": {}, "kind": kind})
+    fields = {
+        f"k{i}_{key.replace('-', '_')}": (
+            model,
+            Field(
+                default_factory=model,
+                alias=key,
+                description=text,
+                json_schema_extra=SECTION_DEFAULT,
+            ),
+        )
+        for i, (key, (model, text)) in enumerate(blocks.items())
+    }
+    return create_model(name, __base__=base, **fields)  # type: ignore[call-overload]
+
+
+def _section(model: type[BaseModel], description: str) -> tuple[Any, Any]:
+    return model, Field(
+        default_factory=model, description=description, json_schema_extra=SECTION_DEFAULT
+    )
+
+
+@lru_cache(maxsize=4)
+def study_model(
+    datasets: tuple[DatasetEntry, ...], variants: tuple[tuple[str, type[VariantSettings]], ...]
+) -> type[Section]:
+    """The model of ``params.yaml`` for these datasets and variants (``(name, settings class)``).
+
+    Example:
+        >>> from reranklab.settings.base import NoOptions
+        >>> model = study_model((DatasetEntry("sample", NoOptions, ("default",), "sample"),), (("pointwise", VariantSettings),))
+        >>> validate_study(model, {"datasets": ["sample"], "grid": {"variant": ["pointwise"]}}, "params.yaml")
+    """
+    names = [name for name, _ in variants]
+    training = training_model(variants)
+    grid = create_model(
+        "Grid",
+        __base__=Section,
+        __doc__="The other two axes of the grid dataset x variant x max_length.",
+        variant=(
+            distinct_list(registered("variant", names)),
+            Field(
+                ["pointwise"],
+                description="Registered re-ranker variants (`reranklab variants` lists them).",
+            ),
+        ),
+        max_length=(
+            distinct_list(Annotated[int, Field(ge=16, le=512)]),
+            Field(
+                [256],
+                description="Maximum input length (query + passage, word pieces) of each cell.",
+            ),
+        ),
+    )
+    protocols = _keyed(
+        "Protocols",
+        "dataset",
+        {
+            entry.name: (
+                protocol_model(entry.name, entry.options, entry.scorings),
+                f"Overrides of {entry.name}'s own protocol.",
+            )
+            for entry in datasets
+        },
+    )
+    per_variant = _keyed(
+        "Variants",
+        "variant",
+        {
+            name: (
+                training,
+                f"{name}'s settings: they win over its paper's and the shared training block.",
+            )
+            for name in names
+        },
+    )
+    return create_model(
+        "Study",
+        __base__=Section,
+        __doc__="The configuration of a reranklab study (params.yaml, plus override files).",
+        study=(
+            str,
+            Field(
+                "reranklab",
+                pattern=r"^[A-Za-z0-9_.-]+$",
+                description="Name of the study; the MLflow experiment and report title.",
+            ),
+        ),
+        seed=(
+            int,
+            Field(
+                42,
+                description="One seed for fold assignment, negative sampling, model initialisation and data order.",
+            ),
+        ),
+        seeds=(
+            distinct_list(Annotated[int, Field(ge=0)]) | None,
+            Field(
+                None,
+                description="Several seeds per cell (a grid axis): each seed gets its own negative sampling, initialisation and data order (folds stay those of `seed`), and the summary reports the mean ± std over seeds; null = just `seed`.",
+            ),
+        ),
+        datasets=(
+            distinct_list(registered("dataset", [entry.name for entry in datasets])),
+            Field(
+                ["sample"],
+                description="Datasets of the grid (registered names; `reranklab datasets` lists them).",
+            ),
+        ),
+        grid=_section(grid, "The other two axes of the grid dataset x variant x max_length."),
+        protocol=_section(
+            protocols,
+            "Per-dataset overrides of the dataset's own evaluation protocol (keyed by dataset name).",
+        ),
+        retrieval=_section(Retrieval, "First-stage BM25 settings."),
+        training=_section(
+            training,
+            "Training and inference settings shared by all variants (a variant's paper settings win over them).",
+        ),
+        variants=_section(
+            per_variant,
+            "Per-variant overrides of `training` (keyed by variant name); they win over the variant's paper settings.",
+        ),
+        data=_section(Data, "Where raw files come from."),
+        mlflow=_section(Mlflow, "Experiment tracking."),
+    )
+
+
+def validate_study(
+    model: type[Section],
+    config: Mapping[str, Any],
+    source: str = "config",
+    labels: Mapping[str, str] | None = None,
+) -> None:
+    """Raise ConfigError naming ``source`` and the first wrong key if ``config`` breaks ``model``.
+
+    Args:
+        model: a :func:`study_model`.
+        config: a config file's content, or the merge of several.
+        source: the file(s), for the message.
+        labels: dataset name -> how messages call it (``nfL6``).
+    """
+    try:
+        model.model_validate(dict(config), strict=True)
+    except ValidationError as exc:
+        raise config_error(exc, model, source=source, labels=labels) from None
+
+
+def study_defaults(model: type[Section]) -> dict[str, Any]:
+    """Every key's default, as a nested dict (the blocks keyed by name are empty)."""
+    return copy.deepcopy(_defaults(model))
+
+
+@lru_cache(maxsize=4)
+def _defaults(model: type[Section]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name, field in model.model_fields.items():
+        default = field.get_default(call_default_factory=True)
+        if isinstance(default, Keyed):
+            out[name] = {}
+        elif isinstance(default, BaseModel):
+            out[name] = default.model_dump()
+        else:
+            out[name] = copy.deepcopy(default)
+    return out

@@ -1,0 +1,106 @@
+"""Where a cell's settings come from, lowest priority first (like pydantic-settings'
+``settings_customise_sources``): to change the priority, reorder a tuple here.
+
+Training: the model's defaults < the shared ``training`` block < the variant's paper settings <
+``variants.<name>``, merged key by key (a nested block such as ``validation`` too, so that
+``variants.dmn.validation: {patience: 5}`` keeps the preset's measure); the shared block may
+restate every default without undoing a preset. Protocol: the dataset's own protocol < the
+user's ``protocol.<dataset>``, where a null keeps the dataset's value and ``options`` merge key
+by key.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any
+
+Source = tuple[str, Mapping[str, Any]]
+
+
+def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
+    """Merge ``override`` into a copy of ``base``: mappings recursively, everything else replaced.
+
+    Example:
+        >>> deep_merge({"a": {"b": 1, "c": 2}, "d": 1}, {"a": {"b": 3}, "d": None})
+        {'a': {'b': 3, 'c': 2}, 'd': None}
+    """
+    merged = copy.deepcopy(dict(base))
+    for key, value in override.items():
+        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
+            merged[key] = deep_merge(merged[key], value)
+        else:
+            merged[key] = copy.deepcopy(value)
+    return merged
+
+
+def training_sources(
+    config: Mapping[str, Any], variant: str, defaults: Mapping[str, Any], paper: Mapping[str, Any]
+) -> tuple[Source, ...]:
+    """The layers of a variant's training settings, lowest priority first, each named.
+
+    Args:
+        config: the study configuration.
+        variant: the variant's name.
+        defaults: the model's defaults of the ``training`` block.
+        paper: the variant's paper settings (its settings class's preset).
+
+    Example:
+        >>> [name for name, _ in training_sources({}, "monobert", {}, {})]
+        ['defaults', 'training', 'monobert paper settings', 'variants.monobert']
+    """
+    return (
+        ("defaults", defaults),
+        ("training", config.get("training") or {}),
+        (f"{variant} paper settings", paper),
+        (f"variants.{variant}", (config.get("variants") or {}).get(variant) or {}),
+    )
+
+
+def merge_training(sources: tuple[Source, ...]) -> dict[str, Any]:
+    """A variant's training settings: its :func:`training_sources` merged in order.
+
+    The values are those the user wrote (not re-typed), so a job's settings, and with them its
+    Snakemake params, are exactly what the config says.
+
+    Example:
+        >>> sources = training_sources({"training": {"learning_rate": 1e-5}}, "monobert", {"epochs": 2}, {"learning_rate": 3e-6})
+        >>> merge_training(sources)
+        {'epochs': 2, 'learning_rate': 3e-06}
+    """
+    training: dict[str, Any] = {}
+    for _, layer in sources:
+        training = deep_merge(training, layer)
+    # Validation off (no measure): its block is left out, so the cell's settings, and with them
+    # every job's params, are those of a study written before model selection existed.
+    if not (training.get("validation") or {}).get("measure"):
+        training.pop("validation", None)
+    return training
+
+
+def protocol_sources(
+    config: Mapping[str, Any], dataset: str, own: Mapping[str, Any]
+) -> tuple[Source, ...]:
+    """The layers of a dataset's protocol, lowest priority first: its ``own``, then the user's."""
+    return (
+        (f"{dataset} protocol", own),
+        (f"protocol.{dataset}", (config.get("protocol") or {}).get(dataset) or {}),
+    )
+
+
+def merge_protocol(sources: tuple[Source, ...]) -> dict[str, Any]:
+    """The first source whole, then the later ones' non-null keys (``options`` key by key).
+
+    Example:
+        >>> own = {"depth": None, "folds": 5, "options": {"seed": 1, "size": 2}}
+        >>> merge_protocol(protocol_sources({"protocol": {"x": {"folds": None, "options": {"seed": 3}}}}, "x", own))
+        {'depth': None, 'folds': 5, 'options': {'seed': 3, 'size': 2}}
+    """
+    (_, own), *later = sources
+    protocol = copy.deepcopy(dict(own))
+    for _, layer in later:
+        overrides = dict(layer)
+        options = overrides.pop("options", None) or {}
+        protocol.update({k: copy.deepcopy(v) for k, v in overrides.items() if v is not None})
+        protocol["options"] = {**protocol.get("options", {}), **copy.deepcopy(options)}
+    return protocol
