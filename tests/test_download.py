@@ -101,9 +101,17 @@ def http_server(monkeypatch: pytest.MonkeyPatch):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
     server: Any = HTTPServer(("127.0.0.1", 0), _Handler)
-    server.files, server.requests, server.cut_after, server.ranges, server.served = {}, [], [], True, 0
+    server.files, server.requests, server.cut_after, server.ranges, server.served = (
+        {},
+        [],
+        [],
+        True,
+        0,
+    )
     server.base = f"http://127.0.0.1:{server.server_address[1]}"
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    )
     thread.start()
     try:
         yield server
@@ -140,7 +148,9 @@ def make_archive(kind: str, members: dict[str, bytes]) -> bytes:
     return buffer.getvalue()
 
 
-def tar_with_link(name: str, target: str, kind: int = tarfile.SYMTYPE, extra: dict[str, bytes] | None = None) -> bytes:
+def tar_with_link(
+    name: str, target: str, kind: int = tarfile.SYMTYPE, extra: dict[str, bytes] | None = None
+) -> bytes:
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w:gz") as tf:
         for member, data in (extra or {}).items():
@@ -163,7 +173,9 @@ def test_mirror_copy_verifies_and_writes_manifest(tmp_path: Path) -> None:
     (mirror / "fake" / "a.txt").write_bytes(PAYLOAD)
     (mirror / "fake" / "b.txt").write_bytes(b"second\n")
     raw = tmp_path / "raw"
-    dataset = FakeDataset(spec("a.txt", PAYLOAD, "https://example.invalid/a.txt"), RawFile("b.txt", None))
+    dataset = FakeDataset(
+        spec("a.txt", PAYLOAD, "https://example.invalid/a.txt"), RawFile("b.txt", None)
+    )
 
     manifest = fetch_dataset(dataset, raw, str(mirror), **FAST)
 
@@ -183,18 +195,28 @@ def test_mirror_copy_verifies_and_writes_manifest(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("stored", "problem"),
     [
-        (PAYLOAD[:-1] + b"X", f"sha256 mismatch: expected {sha(PAYLOAD)}, got {sha(PAYLOAD[:-1] + b'X')}"),
+        (
+            PAYLOAD[:-1] + b"X",
+            f"sha256 mismatch: expected {sha(PAYLOAD)}, got {sha(PAYLOAD[:-1] + b'X')}",
+        ),
         (PAYLOAD[:100], "size mismatch: expected 10248 bytes, got 100 bytes"),
     ],
 )
-def test_corrupt_mirror_file_raises_and_leaves_nothing(tmp_path: Path, stored: bytes, problem: str) -> None:
+def test_corrupt_mirror_file_raises_and_leaves_nothing(
+    tmp_path: Path, stored: bytes, problem: str
+) -> None:
     mirror = tmp_path / "mirror"
     (mirror / "fake").mkdir(parents=True)
     (mirror / "fake" / "a.txt").write_bytes(stored)
     raw = tmp_path / "raw"
 
     with pytest.raises(DownloadError) as caught:
-        fetch_dataset(FakeDataset(spec("a.txt", PAYLOAD, "https://example.invalid/a.txt")), raw, str(mirror), **FAST)
+        fetch_dataset(
+            FakeDataset(spec("a.txt", PAYLOAD, "https://example.invalid/a.txt")),
+            raw,
+            str(mirror),
+            **FAST,
+        )
 
     message = str(caught.value)
     assert message.startswith("a.txt: ")
@@ -210,7 +232,14 @@ def test_mirror_holding_the_archive_is_extracted(tmp_path: Path) -> None:
     (mirror / "fake" / "Corpus.zip").write_bytes(zipped)
     url = "https://example.invalid/dl/Corpus.zip"
     dataset = FakeDataset(
-        spec("a.txt", PAYLOAD, url, member="Corpus/a.txt", archive_size=len(zipped), archive_sha256=sha(zipped)),
+        spec(
+            "a.txt",
+            PAYLOAD,
+            url,
+            member="Corpus/a.txt",
+            archive_size=len(zipped),
+            archive_sha256=sha(zipped),
+        ),
         spec("b.txt", b"bee\n", url, member="Corpus/b.txt", archive_size=len(zipped)),
     )
 
@@ -218,12 +247,19 @@ def test_mirror_holding_the_archive_is_extracted(tmp_path: Path) -> None:
 
     assert (tmp_path / "raw" / "a.txt").read_bytes() == PAYLOAD
     assert (tmp_path / "raw" / "b.txt").read_bytes() == b"bee\n"
-    assert [f["source"] for f in manifest["files"]] == ["mirror:fake/Corpus.zip!Corpus/a.txt", "mirror:fake/Corpus.zip!Corpus/b.txt"]
+    assert [f["source"] for f in manifest["files"]] == [
+        "mirror:fake/Corpus.zip!Corpus/a.txt",
+        "mirror:fake/Corpus.zip!Corpus/b.txt",
+    ]
 
 
 def test_missing_mirror_root_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(DownloadError, match="mirror folder .*nowhere does not exist"):
-        fetch_dataset(FakeDataset(spec("a.txt", PAYLOAD, "https://example.invalid/a.txt")), tmp_path / "raw", str(tmp_path / "nowhere"))
+        fetch_dataset(
+            FakeDataset(spec("a.txt", PAYLOAD, "https://example.invalid/a.txt")),
+            tmp_path / "raw",
+            str(tmp_path / "nowhere"),
+        )
 
 
 def test_resolve_mirror_env_wins(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -253,7 +289,9 @@ def test_a_file_without_published_checksum_is_trusted_on_first_use_only(tmp_path
     with pytest.raises(DownloadError) as error:
         fetch_dataset(dataset, raw, str(mirror), **FAST)
     message = str(error.value)
-    assert message.startswith(f"b.txt: sha256 mismatch: expected {sha(original)}, got {sha(corrupt)}")
+    assert message.startswith(
+        f"b.txt: sha256 mismatch: expected {sha(original)}, got {sha(corrupt)}"
+    )
     assert f"what {raw / 'manifest.json'} recorded when it was first fetched" in message
     assert not (raw / "b.txt").exists()
 
@@ -262,7 +300,9 @@ def test_a_file_without_published_checksum_is_trusted_on_first_use_only(tmp_path
     fetch_dataset(dataset, raw, str(mirror), **FAST)
     (raw / "b.txt").write_bytes(corrupt)
     manifest = fetch_dataset(dataset, raw, str(mirror), **FAST)
-    assert (raw / "b.txt").read_bytes() == original and manifest["files"][0]["sha256"] == sha(original)
+    assert (raw / "b.txt").read_bytes() == original and manifest["files"][0]["sha256"] == sha(
+        original
+    )
 
 
 # -- already present, package, manual ---------------------------------------------------------
@@ -292,7 +332,12 @@ def test_present_but_damaged_file_is_replaced(tmp_path: Path) -> None:
     raw.mkdir()
     (raw / "a.txt").write_bytes(b"truncated")
 
-    fetch_dataset(FakeDataset(spec("a.txt", PAYLOAD, "https://example.invalid/a.txt")), raw, str(mirror), **FAST)
+    fetch_dataset(
+        FakeDataset(spec("a.txt", PAYLOAD, "https://example.invalid/a.txt")),
+        raw,
+        str(mirror),
+        **FAST,
+    )
 
     assert (raw / "a.txt").read_bytes() == PAYLOAD
 
@@ -304,8 +349,15 @@ def test_damaged_file_with_corrupt_mirror_leaves_nothing(tmp_path: Path) -> None
     raw = tmp_path / "raw"
     raw.mkdir()
     (raw / "a.txt").write_bytes(b"truncated")
-    with pytest.raises(DownloadError, match="a.txt: size mismatch: expected 10248 bytes, got 10 bytes"):
-        fetch_dataset(FakeDataset(spec("a.txt", PAYLOAD, "https://example.invalid/a.txt")), raw, str(mirror), **FAST)
+    with pytest.raises(
+        DownloadError, match="a.txt: size mismatch: expected 10248 bytes, got 10 bytes"
+    ):
+        fetch_dataset(
+            FakeDataset(spec("a.txt", PAYLOAD, "https://example.invalid/a.txt")),
+            raw,
+            str(mirror),
+            **FAST,
+        )
     assert leftovers(raw) == []
 
 
@@ -327,18 +379,29 @@ def test_package_url_is_copied(tmp_path: Path) -> None:
     import reranklab.io.atomic as shipped
 
     data = Path(shipped.__file__).read_bytes()
-    manifest = fetch_dataset(FakeDataset(spec("atomic.py", data, "package:reranklab.io/atomic.py")), tmp_path, **FAST)
+    manifest = fetch_dataset(
+        FakeDataset(spec("atomic.py", data, "package:reranklab.io/atomic.py")), tmp_path, **FAST
+    )
     assert (tmp_path / "atomic.py").read_bytes() == data
     assert manifest["files"][0]["source"] == "package:reranklab.io/atomic.py"
     with pytest.raises(DownloadError, match="package:reranklab.io/nope.txt: no such file"):
-        fetch_dataset(FakeDataset(RawFile("nope.txt", "package:reranklab.io/nope.txt")), tmp_path / "x", **FAST)
+        fetch_dataset(
+            FakeDataset(RawFile("nope.txt", "package:reranklab.io/nope.txt")),
+            tmp_path / "x",
+            **FAST,
+        )
 
 
 def test_manual_file_missing_names_files_and_places(tmp_path: Path) -> None:
     mirror = tmp_path / "mirror"
     mirror.mkdir()
     dataset = FakeDataset(
-        RawFile("collection.tsv", "https://example.invalid/c.zip", member="c/collection.tsv", manual="accept the licence at https://example.invalid"),
+        RawFile(
+            "collection.tsv",
+            "https://example.invalid/c.zip",
+            member="c/collection.tsv",
+            manual="accept the licence at https://example.invalid",
+        ),
         RawFile("topics.txt", None, manual="request it from the authors"),
     )
     with pytest.raises(DownloadError) as caught:
@@ -355,7 +418,10 @@ def test_manual_file_missing_names_files_and_places(tmp_path: Path) -> None:
     (mirror / "fake" / "collection.tsv").write_bytes(b"c")
     (mirror / "fake" / "topics.txt").write_bytes(b"t")
     manifest = fetch_dataset(dataset, tmp_path / "raw", str(mirror), **FAST)
-    assert [f["source"] for f in manifest["files"]] == ["mirror:fake/collection.tsv", "mirror:fake/topics.txt"]
+    assert [f["source"] for f in manifest["files"]] == [
+        "mirror:fake/collection.tsv",
+        "mirror:fake/topics.txt",
+    ]
 
 
 # -- HTTP ----------------------------------------------------------------------------------------
@@ -367,7 +433,9 @@ def test_part_file_is_resumed_with_range(tmp_path: Path, http_server: Any) -> No
     (raw / ".download").mkdir(parents=True)
     (raw / ".download" / "blob.bin.part").write_bytes(PAYLOAD[:4000])
 
-    fetch_dataset(FakeDataset(spec("blob.bin", PAYLOAD, http_server.base + "/files/blob.bin")), raw, **FAST)
+    fetch_dataset(
+        FakeDataset(spec("blob.bin", PAYLOAD, http_server.base + "/files/blob.bin")), raw, **FAST
+    )
 
     assert (raw / "blob.bin").read_bytes() == PAYLOAD
     assert http_server.requests == [{"path": "/files/blob.bin", "range": "bytes=4000-"}]
@@ -379,7 +447,9 @@ def test_dropped_connections_are_retried_and_resumed(tmp_path: Path, http_server
     http_server.files["/blob.bin"] = PAYLOAD
     http_server.cut_after = [3000, 5000]  # two broken responses, then a whole one
 
-    fetch_dataset(FakeDataset(spec("blob.bin", PAYLOAD, http_server.base + "/blob.bin")), tmp_path, **FAST)
+    fetch_dataset(
+        FakeDataset(spec("blob.bin", PAYLOAD, http_server.base + "/blob.bin")), tmp_path, **FAST
+    )
 
     assert (tmp_path / "blob.bin").read_bytes() == PAYLOAD
     assert [r["range"] for r in http_server.requests] == [None, "bytes=3000-", "bytes=8000-"]
@@ -392,7 +462,9 @@ def test_server_without_range_support_restarts_cleanly(tmp_path: Path, http_serv
     (tmp_path / ".download").mkdir()
     (tmp_path / ".download" / "blob.bin.part").write_bytes(b"stale bytes from another file")
 
-    fetch_dataset(FakeDataset(spec("blob.bin", PAYLOAD, http_server.base + "/blob.bin")), tmp_path, **FAST)
+    fetch_dataset(
+        FakeDataset(spec("blob.bin", PAYLOAD, http_server.base + "/blob.bin")), tmp_path, **FAST
+    )
 
     assert (tmp_path / "blob.bin").read_bytes() == PAYLOAD
 
@@ -400,7 +472,9 @@ def test_server_without_range_support_restarts_cleanly(tmp_path: Path, http_serv
 def test_http_checksum_mismatch_discards_download(tmp_path: Path, http_server: Any) -> None:
     http_server.files["/blob.bin"] = PAYLOAD
     wrong = RawFile("blob.bin", http_server.base + "/blob.bin", size=len(PAYLOAD), sha256="0" * 64)
-    with pytest.raises(DownloadError, match=f"blob.bin: sha256 mismatch: expected {'0' * 64}, got {sha(PAYLOAD)}"):
+    with pytest.raises(
+        DownloadError, match=f"blob.bin: sha256 mismatch: expected {'0' * 64}, got {sha(PAYLOAD)}"
+    ):
         fetch_dataset(FakeDataset(wrong), tmp_path, **FAST)
     assert leftovers(tmp_path) == [".download"]
     assert leftovers(tmp_path / ".download") == []
@@ -408,7 +482,12 @@ def test_http_checksum_mismatch_discards_download(tmp_path: Path, http_server: A
 
 def test_http_404_fails_without_retrying(tmp_path: Path, http_server: Any) -> None:
     with pytest.raises(DownloadError, match="missing.bin: HTTP 404"):
-        fetch_dataset(FakeDataset(RawFile("missing.bin", http_server.base + "/missing.bin")), tmp_path, retries=3, **FAST)
+        fetch_dataset(
+            FakeDataset(RawFile("missing.bin", http_server.base + "/missing.bin")),
+            tmp_path,
+            retries=3,
+            **FAST,
+        )
     assert len(http_server.requests) == 1
 
 
@@ -416,22 +495,40 @@ def test_gives_up_after_retries_and_keeps_part(tmp_path: Path, http_server: Any)
     http_server.files["/blob.bin"] = PAYLOAD
     http_server.cut_after = [1000, 1000, 1000]
     with pytest.raises(DownloadError, match="failed after 3 attempts.*next run resumes"):
-        fetch_dataset(FakeDataset(spec("blob.bin", PAYLOAD, http_server.base + "/blob.bin")), tmp_path, retries=3, **FAST)
+        fetch_dataset(
+            FakeDataset(spec("blob.bin", PAYLOAD, http_server.base + "/blob.bin")),
+            tmp_path,
+            retries=3,
+            **FAST,
+        )
     assert (tmp_path / ".download" / "blob.bin.part").read_bytes() == PAYLOAD[:3000]
     assert not (tmp_path / "blob.bin").exists()
 
-    fetch_dataset(FakeDataset(spec("blob.bin", PAYLOAD, http_server.base + "/blob.bin")), tmp_path, **FAST)
+    fetch_dataset(
+        FakeDataset(spec("blob.bin", PAYLOAD, http_server.base + "/blob.bin")), tmp_path, **FAST
+    )
     assert (tmp_path / "blob.bin").read_bytes() == PAYLOAD
     assert http_server.requests[-1]["range"] == "bytes=3000-"
 
 
 @pytest.mark.parametrize("kind", ["zip", "tar.gz", "tar.bz2"])
-def test_archive_members_are_extracted_from_one_download(tmp_path: Path, http_server: Any, kind: str) -> None:
-    archive = make_archive(kind, {"Corpus/README": b"readme", "Corpus/a.txt": PAYLOAD, "Corpus/b.txt": b"bee\n"})
+def test_archive_members_are_extracted_from_one_download(
+    tmp_path: Path, http_server: Any, kind: str
+) -> None:
+    archive = make_archive(
+        kind, {"Corpus/README": b"readme", "Corpus/a.txt": PAYLOAD, "Corpus/b.txt": b"bee\n"}
+    )
     http_server.files[f"/Corpus.{kind}"] = archive
     url = f"{http_server.base}/Corpus.{kind}"
     dataset = FakeDataset(
-        spec("a.txt", PAYLOAD, url, member="Corpus/a.txt", archive_size=len(archive), archive_sha256=sha(archive)),
+        spec(
+            "a.txt",
+            PAYLOAD,
+            url,
+            member="Corpus/a.txt",
+            archive_size=len(archive),
+            archive_sha256=sha(archive),
+        ),
         spec("b.txt", b"bee\n", url, member="Corpus/b.txt", archive_size=len(archive)),
     )
 
@@ -445,17 +542,26 @@ def test_archive_members_are_extracted_from_one_download(tmp_path: Path, http_se
 
 
 @pytest.mark.parametrize("kind", ["gz", "bz2"])
-def test_single_compressed_file_is_decompressed(tmp_path: Path, http_server: Any, kind: str) -> None:
+def test_single_compressed_file_is_decompressed(
+    tmp_path: Path, http_server: Any, kind: str
+) -> None:
     http_server.files[f"/a.txt.{kind}"] = make_archive(kind, {"a.txt": PAYLOAD})
-    fetch_dataset(FakeDataset(spec("a.txt", PAYLOAD, f"{http_server.base}/a.txt.{kind}")), tmp_path, **FAST)
+    fetch_dataset(
+        FakeDataset(spec("a.txt", PAYLOAD, f"{http_server.base}/a.txt.{kind}")), tmp_path, **FAST
+    )
     assert (tmp_path / "a.txt").read_bytes() == PAYLOAD
 
 
 def test_archive_size_mismatch_is_reported(tmp_path: Path, http_server: Any) -> None:
     archive = make_archive("zip", {"a.txt": PAYLOAD})
     http_server.files["/c.zip"] = archive
-    bad = spec("a.txt", PAYLOAD, http_server.base + "/c.zip", member="a.txt", archive_size=len(archive) + 1)
-    with pytest.raises(DownloadError, match=f"archive c.zip: size mismatch: expected {len(archive) + 1} bytes, got {len(archive)} bytes"):
+    bad = spec(
+        "a.txt", PAYLOAD, http_server.base + "/c.zip", member="a.txt", archive_size=len(archive) + 1
+    )
+    with pytest.raises(
+        DownloadError,
+        match=f"archive c.zip: size mismatch: expected {len(archive) + 1} bytes, got {len(archive)} bytes",
+    ):
         fetch_dataset(FakeDataset(bad), tmp_path, **FAST)
     assert not (tmp_path / "a.txt").exists()
 
@@ -466,8 +572,16 @@ def test_extracted_member_with_wrong_checksum_leaves_nothing(tmp_path: Path) -> 
     (mirror / "fake").mkdir(parents=True)
     (mirror / "fake" / "d.tar.gz").write_bytes(archive)
     raw = tmp_path / "raw"
-    with pytest.raises(DownloadError, match=r"a.txt: size mismatch: expected 10248 bytes, got 15 bytes \(from .*d.tar.gz!d/a.txt\)"):
-        fetch_dataset(FakeDataset(spec("a.txt", PAYLOAD, "https://x.invalid/d.tar.gz", member="d/a.txt")), raw, str(mirror), **FAST)
+    with pytest.raises(
+        DownloadError,
+        match=r"a.txt: size mismatch: expected 10248 bytes, got 15 bytes \(from .*d.tar.gz!d/a.txt\)",
+    ):
+        fetch_dataset(
+            FakeDataset(spec("a.txt", PAYLOAD, "https://x.invalid/d.tar.gz", member="d/a.txt")),
+            raw,
+            str(mirror),
+            **FAST,
+        )
     assert leftovers(raw) == []
 
 
@@ -481,11 +595,21 @@ def test_extracted_member_with_wrong_checksum_leaves_nothing(tmp_path: Path) -> 
         (make_archive("zip", {"/etc/evil.txt": b"x"}), "/etc/evil.txt", "absolute path"),
         (make_archive("tar.gz", {"d/../../evil.txt": b"x"}), "d/../../evil.txt", "path traversal"),
         (tar_with_link("d/a.txt", "/etc/passwd"), "d/a.txt", "link to absolute path '/etc/passwd'"),
-        (tar_with_link("d/a.txt", "../../secret"), "d/a.txt", "link '../../secret' escapes the archive folder"),
-        (tar_with_link("d/a.txt", "../../secret", tarfile.LNKTYPE), "d/a.txt", "escapes the archive folder"),
+        (
+            tar_with_link("d/a.txt", "../../secret"),
+            "d/a.txt",
+            "link '../../secret' escapes the archive folder",
+        ),
+        (
+            tar_with_link("d/a.txt", "../../secret", tarfile.LNKTYPE),
+            "d/a.txt",
+            "escapes the archive folder",
+        ),
     ],
 )
-def test_unsafe_members_are_refused(tmp_path: Path, archive: bytes, member: str, problem: str) -> None:
+def test_unsafe_members_are_refused(
+    tmp_path: Path, archive: bytes, member: str, problem: str
+) -> None:
     path = tmp_path / "bad.archive"
     path.write_bytes(archive)
     with pytest.raises(DownloadError, match="refusing member") as caught:
@@ -501,7 +625,12 @@ def test_unsafe_member_through_fetch_leaves_nothing(tmp_path: Path) -> None:
     (mirror / "fake" / "c.zip").write_bytes(make_archive("zip", {"../a.txt": PAYLOAD}))
     raw = tmp_path / "raw"
     with pytest.raises(DownloadError, match=r"refusing member '../a.txt': path traversal"):
-        fetch_dataset(FakeDataset(spec("a.txt", PAYLOAD, "https://x.invalid/c.zip", member="../a.txt")), raw, str(mirror), **FAST)
+        fetch_dataset(
+            FakeDataset(spec("a.txt", PAYLOAD, "https://x.invalid/c.zip", member="../a.txt")),
+            raw,
+            str(mirror),
+            **FAST,
+        )
     assert leftovers(raw) == []
 
 
@@ -520,8 +649,14 @@ def test_missing_member_lists_the_archive(tmp_path: Path) -> None:
         extract_member(path, "c/z.txt", tmp_path / "out")
 
 
-def test_the_members_of_a_tar_come_from_one_pass_over_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    members = {"c/collection.tsv": PAYLOAD, "c/queries.tsv": b"q1\tquery\n", "c/qrels.tsv": b"q1 0 p1 1\n"}
+def test_the_members_of_a_tar_come_from_one_pass_over_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    members = {
+        "c/collection.tsv": PAYLOAD,
+        "c/queries.tsv": b"q1\tquery\n",
+        "c/qrels.tsv": b"q1 0 p1 1\n",
+    }
     mirror = tmp_path / "mirror"
     (mirror / "fake").mkdir(parents=True)
     (mirror / "fake" / "c.tar.gz").write_bytes(make_archive("tar.gz", members))
@@ -535,7 +670,12 @@ def test_the_members_of_a_tar_come_from_one_pass_over_it(tmp_path: Path, monkeyp
         return real_open(*args, **kwargs)
 
     monkeypatch.setattr(tarfile, "open", counting_open)
-    dataset = FakeDataset(*(spec(name.split("/")[1], data, "https://x.invalid/c.tar.gz", member=name) for name, data in members.items()))
+    dataset = FakeDataset(
+        *(
+            spec(name.split("/")[1], data, "https://x.invalid/c.tar.gz", member=name)
+            for name, data in members.items()
+        )
+    )
     raw = tmp_path / "raw"
     fetch_dataset(dataset, raw, str(mirror), **FAST)
     assert len(streams) == 1  # three members, one decompression
@@ -567,12 +707,20 @@ def test_extract_members_resolves_links_to_members_before_and_after_them(tmp_pat
         add_file("d/late.txt", b"late")
     archive = tmp_path / "links.tar.gz"
     archive.write_bytes(buffer.getvalue())
-    wanted = {name: tmp_path / name.replace("/", "_") for name in ("d/to-early", "d/to-late", "d/also-late", "d/early.txt")}
+    wanted = {
+        name: tmp_path / name.replace("/", "_")
+        for name in ("d/to-early", "d/to-late", "d/also-late", "d/early.txt")
+    }
     extract_members(archive, wanted)
     assert {name: dest.read_bytes() for name, dest in wanted.items()} == {
-        "d/to-early": b"early", "d/to-late": b"late", "d/also-late": b"late", "d/early.txt": b"early"
+        "d/to-early": b"early",
+        "d/to-late": b"late",
+        "d/also-late": b"late",
+        "d/early.txt": b"early",
     }
-    with pytest.raises(DownloadError, match=r"no member 'd/none' \(it holds d/also-late, d/early.txt"):
+    with pytest.raises(
+        DownloadError, match=r"no member 'd/none' \(it holds d/also-late, d/early.txt"
+    ):
         extract_members(archive, {"d/none": tmp_path / "none"})
 
 
@@ -604,21 +752,28 @@ def _closed_port() -> int:
 
 def test_unreachable_server_says_no_partial_file_is_kept(tmp_path: Path, http_server: Any) -> None:
     url = f"http://127.0.0.1:{_closed_port()}/blob.bin"
-    with pytest.raises(DownloadError, match="failed after 2 attempts: .*; no partial file is left to resume from$") as info:
+    with pytest.raises(
+        DownloadError, match="failed after 2 attempts: .*; no partial file is left to resume from$"
+    ) as info:
         fetch_dataset(FakeDataset(spec("blob.bin", PAYLOAD, url)), tmp_path, retries=2, **FAST)
     assert "kept" not in str(info.value)
     assert leftovers(tmp_path) == [".download"]
     assert leftovers(tmp_path / ".download") == []  # no .part (not even an empty one)
 
 
-def test_partial_file_discarded_by_the_last_attempt_is_not_reported_kept(tmp_path: Path, http_server: Any) -> None:
+def test_partial_file_discarded_by_the_last_attempt_is_not_reported_kept(
+    tmp_path: Path, http_server: Any
+) -> None:
     # The .part is longer than the server's file but shorter than the size we expect: the
     # server answers 416, the stale .part is discarded, and the message must not call it kept.
     http_server.files["/blob.bin"] = PAYLOAD
     (tmp_path / ".download").mkdir()
     (tmp_path / ".download" / "blob.bin.part").write_bytes(PAYLOAD + b"x" * 50)
     wrong_size = RawFile("blob.bin", http_server.base + "/blob.bin", size=len(PAYLOAD) + 100)
-    with pytest.raises(DownloadError, match="stale partial file discarded>; no partial file is left to resume from$"):
+    with pytest.raises(
+        DownloadError,
+        match="stale partial file discarded>; no partial file is left to resume from$",
+    ):
         fetch_dataset(FakeDataset(wrong_size), tmp_path, retries=1, **FAST)
     assert leftovers(tmp_path / ".download") == []
 
@@ -627,12 +782,22 @@ def test_kept_partial_file_is_named_with_its_size(tmp_path: Path, http_server: A
     http_server.files["/blob.bin"] = PAYLOAD
     http_server.cut_after = [1000, 1000]
     part = tmp_path / ".download" / "blob.bin.part"
-    with pytest.raises(DownloadError, match=f"the 2000 bytes received are kept in {part} and the next run resumes from them$"):
-        fetch_dataset(FakeDataset(spec("blob.bin", PAYLOAD, http_server.base + "/blob.bin")), tmp_path, retries=2, **FAST)
+    with pytest.raises(
+        DownloadError,
+        match=f"the 2000 bytes received are kept in {part} and the next run resumes from them$",
+    ):
+        fetch_dataset(
+            FakeDataset(spec("blob.bin", PAYLOAD, http_server.base + "/blob.bin")),
+            tmp_path,
+            retries=2,
+            **FAST,
+        )
     assert part.stat().st_size == 2000
 
 
-def test_download_after_a_mirror_miss_says_what_the_mirror_lacks(tmp_path: Path, http_server: Any) -> None:
+def test_download_after_a_mirror_miss_says_what_the_mirror_lacks(
+    tmp_path: Path, http_server: Any
+) -> None:
     (tmp_path / "mirror" / "fake").mkdir(parents=True)
     url = http_server.base + "/jacana.tar.bz2"
     member = RawFile("train2393.cleanup.xml.gz", url, member="jacana/train2393.cleanup.xml.gz")
@@ -643,3 +808,85 @@ def test_download_after_a_mirror_miss_says_what_the_mirror_lacks(tmp_path: Path,
         f"nor its archive jacana.tar.bz2, and downloading it failed: archive jacana.tar.bz2: HTTP 404 Not Found ({url})"
     )
     assert leftovers(tmp_path / "raw" / ".download") == []
+
+
+# -- nothing is ever written outside the target (tar: a `..` member, a symlink that escapes) --------
+
+
+def _tar_mirror(tmp_path: Path, archive: bytes) -> Path:
+    mirror = tmp_path / "mirror"
+    (mirror / "fake").mkdir(parents=True)
+    (mirror / "fake" / "d.tar.gz").write_bytes(archive)
+    return mirror
+
+
+def test_a_dotdot_member_beside_the_wanted_one_is_never_written(tmp_path: Path) -> None:
+    archive = make_archive(
+        "tar.gz", {"../evil.txt": b"x", "d/../../evil2.txt": b"x", "d/a.txt": PAYLOAD}
+    )
+    raw = tmp_path / "deep" / "raw"
+    fetch_dataset(
+        FakeDataset(spec("a.txt", PAYLOAD, "https://x.invalid/d.tar.gz", member="d/a.txt")),
+        raw,
+        str(_tar_mirror(tmp_path, archive)),
+        **FAST,
+    )
+    assert (raw / "a.txt").read_bytes() == PAYLOAD
+    assert leftovers(raw) == ["a.txt", "manifest.json"]
+    assert sorted(p.name for p in tmp_path.rglob("evil*")) == []
+
+
+@pytest.mark.parametrize(
+    ("link", "problem"),
+    [
+        ("../../../outside.txt", "link '../../../outside.txt' escapes the archive folder"),
+        ("/etc/hostname", "link to absolute path '/etc/hostname'"),
+    ],
+)
+def test_a_symlink_escaping_the_target_is_refused(tmp_path: Path, link: str, problem: str) -> None:
+    (tmp_path / "outside.txt").write_bytes(b"not yours")
+    archive = tar_with_link("d/a.txt", link)
+    raw = tmp_path / "raw"
+    with pytest.raises(DownloadError, match=f"refusing member 'd/a.txt': {problem}"):
+        fetch_dataset(
+            FakeDataset(spec("a.txt", PAYLOAD, "https://x.invalid/d.tar.gz", member="d/a.txt")),
+            raw,
+            str(_tar_mirror(tmp_path, archive)),
+            **FAST,
+        )
+    assert leftovers(raw) == []
+    assert (tmp_path / "outside.txt").read_bytes() == b"not yours"
+
+
+def test_a_symlink_inside_the_archive_gives_a_plain_file(tmp_path: Path) -> None:
+    archive = tar_with_link("d/latest.txt", "v2/a.txt", extra={"d/v2/a.txt": PAYLOAD})
+    raw = tmp_path / "raw"
+    fetch_dataset(
+        FakeDataset(spec("a.txt", PAYLOAD, "https://x.invalid/d.tar.gz", member="d/latest.txt")),
+        raw,
+        str(_tar_mirror(tmp_path, archive)),
+        **FAST,
+    )
+    assert not (raw / "a.txt").is_symlink() and (raw / "a.txt").read_bytes() == PAYLOAD
+
+
+def test_retries_back_off_exponentially(
+    tmp_path: Path, http_server: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    http_server.files["/blob.bin"] = PAYLOAD
+    http_server.cut_after = [1000, 1000, 1000]
+    with caplog.at_level("WARNING", logger="reranklab.data.download"):
+        fetch_dataset(
+            FakeDataset(spec("blob.bin", PAYLOAD, http_server.base + "/blob.bin")),
+            tmp_path,
+            retries=4,
+            backoff=0.1,
+            timeout=5.0,
+            progress=False,
+        )
+    waits = [line.rsplit("retrying in ", 1)[1] for line in caplog.messages if "retrying in" in line]
+    assert waits == ["0.1s", "0.2s", "0.4s"]  # backoff, then doubled
+    assert [
+        m.split(": attempt ")[1].split(" failed")[0] for m in caplog.messages if "retrying in" in m
+    ] == ["1/4", "2/4", "3/4"]
+    assert (tmp_path / "blob.bin").read_bytes() == PAYLOAD

@@ -21,7 +21,9 @@ import os, sys, time
 from pathlib import Path
 from reranklab.gpu import gpu_binding
 with gpu_binding("auto", n=int(sys.argv[2]), timeout=float(sys.argv[3])) as devices:
-    Path(sys.argv[1], f"{os.getpid()}.dev").write_text(os.environ["CUDA_VISIBLE_DEVICES"])
+    # Written whole, then renamed: the test reads a .dev file as soon as it appears.
+    Path(sys.argv[1], f"{os.getpid()}.tmp").write_text(os.environ["CUDA_VISIBLE_DEVICES"])
+    os.replace(Path(sys.argv[1], f"{os.getpid()}.tmp"), Path(sys.argv[1], f"{os.getpid()}.dev"))
     deadline = time.monotonic() + 60
     while not Path(sys.argv[1], "go").exists() and time.monotonic() < deadline:
         time.sleep(0.01)
@@ -31,7 +33,9 @@ WAIT_S = 60
 
 def _env(tmp_path: Path, count: int, visible: str | None = None) -> dict[str, str]:
     env = tool_env()
-    env.update({"RERANKLAB_GPU_COUNT": str(count), "RERANKLAB_GPU_LOCK_DIR": str(tmp_path / "locks")})
+    env.update(
+        {"RERANKLAB_GPU_COUNT": str(count), "RERANKLAB_GPU_LOCK_DIR": str(tmp_path / "locks")}
+    )
     env.pop("CUDA_VISIBLE_DEVICES", None)
     env.pop("SLURM_JOB_ID", None)
     env.pop("RERANKLAB_GPU_BINDING", None)
@@ -40,9 +44,16 @@ def _env(tmp_path: Path, count: int, visible: str | None = None) -> dict[str, st
     return env
 
 
-def _holders(tmp_path: Path, env: dict[str, str], n_processes: int, gpus_each: int = 1, timeout: float = 30) -> list[subprocess.Popen]:
+def _holders(
+    tmp_path: Path, env: dict[str, str], n_processes: int, gpus_each: int = 1, timeout: float = 30
+) -> list[subprocess.Popen]:
     return [
-        subprocess.Popen([sys.executable, "-c", HOLDER, str(tmp_path), str(gpus_each), str(timeout)], env=env, stderr=subprocess.PIPE, text=True)
+        subprocess.Popen(
+            [sys.executable, "-c", HOLDER, str(tmp_path), str(gpus_each), str(timeout)],
+            env=env,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         for _ in range(n_processes)
     ]
 
@@ -65,7 +76,10 @@ def _finish(tmp_path: Path, processes: list[subprocess.Popen]) -> None:
 
 def test_visible_devices_honour_cuda_visible_devices():
     assert visible_devices({"CUDA_VISIBLE_DEVICES": "3,1"}, count=8) == ["3", "1"]
-    assert visible_devices({"CUDA_VISIBLE_DEVICES": "GPU-8a3f,GPU-19bc"}) == ["GPU-8a3f", "GPU-19bc"]
+    assert visible_devices({"CUDA_VISIBLE_DEVICES": "GPU-8a3f,GPU-19bc"}) == [
+        "GPU-8a3f",
+        "GPU-19bc",
+    ]
     assert visible_devices({"CUDA_VISIBLE_DEVICES": ""}, count=8) == []
     assert visible_devices({"RERANKLAB_GPU_COUNT": "3"}) == ["0", "1", "2"]
     assert visible_devices({}, count=0) == []
@@ -100,7 +114,10 @@ def test_leases_are_exclusive_all_or_none_and_released(tmp_path):
 def test_gpu_binding_sets_and_restores_cuda_visible_devices(tmp_path):
     env = {"RERANKLAB_GPU_COUNT": "2", "RERANKLAB_GPU_LOCK_DIR": str(tmp_path)}
     other = dict(env)  # another process's environment
-    with gpu_binding("auto", environ=env, timeout=5) as first, gpu_binding("auto", environ=other, timeout=5) as second:
+    with (
+        gpu_binding("auto", environ=env, timeout=5) as first,
+        gpu_binding("auto", environ=other, timeout=5) as second,
+    ):
         assert (first, second) == (["0"], ["1"])
         assert (env["CUDA_VISIBLE_DEVICES"], other["CUDA_VISIBLE_DEVICES"]) == ("0", "1")
     assert "CUDA_VISIBLE_DEVICES" not in env
@@ -123,7 +140,12 @@ def test_processes_get_different_devices(tmp_path):
     try:
         assert _leased(tmp_path, 4, processes) == ["0", "1", "2", "3"]
         # A fifth job finds no free device and gives up after its timeout.
-        late = subprocess.run([sys.executable, "-c", HOLDER, str(tmp_path / "late"), "1", "0.3"], env=_env(tmp_path, 4), capture_output=True, text=True)
+        late = subprocess.run(
+            [sys.executable, "-c", HOLDER, str(tmp_path / "late"), "1", "0.3"],
+            env=_env(tmp_path, 4),
+            capture_output=True,
+            text=True,
+        )
         assert late.returncode != 0 and "TimeoutError" in late.stderr
     finally:
         _finish(tmp_path, processes)
@@ -184,7 +206,18 @@ def test_snakemake_runs_four_gpu_jobs_at_once_on_four_devices(tmp_path):
         "    resources: gpu=1\n"
         f"    shell: '{sys.executable} barrier.py {{output}}'\n"
     )
-    result = subprocess.run(["snakemake", "--cores", "16", "--resources", "gpu=4"], cwd=tmp_path, env=_env(tmp_path, count=4),
-                            capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        ["snakemake", "--cores", "16", "--resources", "gpu=4"],
+        cwd=tmp_path,
+        env=_env(tmp_path, count=4),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
-    assert sorted((tmp_path / "out" / f"{i}.dev").read_text() for i in range(4)) == ["0", "1", "2", "3"]
+    assert sorted((tmp_path / "out" / f"{i}.dev").read_text() for i in range(4)) == [
+        "0",
+        "1",
+        "2",
+        "3",
+    ]

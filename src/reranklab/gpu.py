@@ -7,10 +7,10 @@ CUDA:
 
 - the candidates are ``CUDA_VISIBLE_DEVICES`` when it is set (so a user or scheduler
   restriction is honoured), else every device the driver reports;
-- a device is leased by holding an exclusive ``fcntl`` lock on
-  ``results/.gpu/<host>/<device>.lock`` (``$RERANKLAB_GPU_LOCK_DIR`` moves the folder); the
-  lock belongs to the process, so the kernel releases it when the process exits, also after
-  a crash or ``kill -9``: no stale leases;
+- a device is leased by holding an exclusive lock on ``results/.gpu/<host>/<device>.lock``
+  (``$RERANKLAB_GPU_LOCK_DIR`` moves the folder), taken without waiting by ``filelock``'s
+  :class:`~filelock.FileLock` (``flock`` on Unix): the kernel releases it when the process
+  exits, also after a crash or ``kill -9``, so there are no stale leases;
 - the step then sets ``CUDA_VISIBLE_DEVICES`` to its leased device(s), which CUDA then
   numbers from 0;
 - when every device is leased the step waits (Snakemake's resource count normally prevents
@@ -27,7 +27,6 @@ count); ``RERANKLAB_GPU_BINDING=0`` turns binding off.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import logging
 import os
 import re
@@ -36,7 +35,8 @@ import time
 from collections.abc import Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+
+from filelock import FileLock, Timeout
 
 from reranklab.errors import ConfigError
 
@@ -66,7 +66,9 @@ def device_count(environ: Mapping[str, str] | None = None) -> int:
     return int(torch.cuda.device_count())
 
 
-def visible_devices(environ: Mapping[str, str] | None = None, count: int | None = None) -> list[str]:
+def visible_devices(
+    environ: Mapping[str, str] | None = None, count: int | None = None
+) -> list[str]:
     """The device ids a job may lease: ``CUDA_VISIBLE_DEVICES`` if set, else ``0..count-1``.
 
     Args:
@@ -91,7 +93,9 @@ def visible_devices(environ: Mapping[str, str] | None = None, count: int | None 
     return [str(i) for i in range(device_count(environ) if count is None else count)]
 
 
-def lock_dir(environ: Mapping[str, str] | None = None, base: str | os.PathLike[str] | None = None) -> Path:
+def lock_dir(
+    environ: Mapping[str, str] | None = None, base: str | os.PathLike[str] | None = None
+) -> Path:
     """``<base>/<host>`` (``<host>-slurm<job id>`` inside a SLURM job): one namespace per machine.
 
     Example:
@@ -110,14 +114,13 @@ class GpuLease:
     """Devices held by this process until :meth:`release` (or the process exits)."""
 
     devices: list[str]
-    handles: list[IO[str]] = field(default_factory=list, repr=False)
+    locks: list[FileLock] = field(default_factory=list, repr=False)
 
     def release(self) -> None:
-        for handle in self.handles:
+        for lock in self.locks:
             with contextlib.suppress(OSError):
-                fcntl.flock(handle, fcntl.LOCK_UN)
-            handle.close()
-        self.handles = []
+                lock.release(force=True)
+        self.locks = []
 
     def __enter__(self) -> GpuLease:
         return self
@@ -126,19 +129,18 @@ class GpuLease:
         self.release()
 
 
-def _try_lock(path: Path) -> IO[str] | None:
-    handle = open(path, "a+")  # noqa: SIM115 - kept open while the device is leased
+def _try_lock(path: Path) -> FileLock | None:
+    """The lock of one device when it is free now, else None (never waits)."""
+    # Not thread-local: a lease belongs to the process, whichever thread releases it.
+    lock = FileLock(path, thread_local=False)
     try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        handle.close()
+        lock.acquire(timeout=0)
+    except Timeout:
         return None
     # Who holds it, for people looking at results/.gpu/ (the lock itself is what counts).
-    handle.seek(0)
-    handle.truncate()
-    handle.write(f"pid {os.getpid()} since {time.strftime('%Y-%m-%dT%H:%M:%S')}\n")
-    handle.flush()
-    return handle
+    with contextlib.suppress(OSError):
+        path.write_text(f"pid {os.getpid()} since {time.strftime('%Y-%m-%dT%H:%M:%S')}\n")
+    return lock
 
 
 def acquire_gpus(
@@ -172,8 +174,14 @@ def acquire_gpus(
     candidates = list(visible_devices(environ) if devices is None else devices)
     if n > len(candidates):
         listed = environ.get("CUDA_VISIBLE_DEVICES")
-        where = f"CUDA_VISIBLE_DEVICES={listed!r}" if listed is not None else f"{len(candidates)} on this machine"
-        raise ConfigError(f"training.gpus: {n} GPU(s) wanted, but only {len(candidates)} can be used ({where})")
+        where = (
+            f"CUDA_VISIBLE_DEVICES={listed!r}"
+            if listed is not None
+            else f"{len(candidates)} on this machine"
+        )
+        raise ConfigError(
+            f"training.gpus: {n} GPU(s) wanted, but only {len(candidates)} can be used ({where})"
+        )
     folder = Path(directory) if directory is not None else lock_dir(environ)
     folder.mkdir(parents=True, exist_ok=True)
     deadline = None if timeout is None else time.monotonic() + timeout
@@ -181,18 +189,25 @@ def acquire_gpus(
     while True:
         lease = GpuLease([])
         for device in candidates:
-            handle = _try_lock(folder / f"{re.sub(r'[^A-Za-z0-9_.-]', '_', device)}.lock")
-            if handle is not None:
+            lock = _try_lock(folder / f"{re.sub(r'[^A-Za-z0-9_.-]', '_', device)}.lock")
+            if lock is not None:
                 lease.devices.append(device)
-                lease.handles.append(handle)
+                lease.locks.append(lock)
                 if len(lease.devices) == n:
                     return lease
         # All or none: holding some while waiting for more could deadlock two DDP jobs.
         lease.release()
         if deadline is not None and time.monotonic() >= deadline:
-            raise TimeoutError(f"no {n} free GPU(s) among {', '.join(candidates)} within {timeout} s (locks in {folder})")
+            raise TimeoutError(
+                f"no {n} free GPU(s) among {', '.join(candidates)} within {timeout} s (locks in {folder})"
+            )
         if not waited:
-            log.info("waiting for %d free GPU(s) among %s (locks in %s)", n, ", ".join(candidates), folder)
+            log.info(
+                "waiting for %d free GPU(s) among %s (locks in %s)",
+                n,
+                ", ".join(candidates),
+                folder,
+            )
             waited = True
         time.sleep(poll)
 
@@ -243,7 +258,11 @@ def gpu_binding(
     environ.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
     with acquire_gpus(n, environ=environ, timeout=timeout) as lease:
         environ["CUDA_VISIBLE_DEVICES"] = ",".join(lease.devices)
-        log.info("bound to GPU %s (CUDA_VISIBLE_DEVICES=%s)", ", ".join(lease.devices), environ["CUDA_VISIBLE_DEVICES"])
+        log.info(
+            "bound to GPU %s (CUDA_VISIBLE_DEVICES=%s)",
+            ", ".join(lease.devices),
+            environ["CUDA_VISIBLE_DEVICES"],
+        )
         try:
             yield lease.devices
         finally:

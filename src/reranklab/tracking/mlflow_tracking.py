@@ -4,10 +4,15 @@ Written for Snakemake, where many ``track`` jobs run at once against one sqlite 
 
 - only :class:`mlflow.MlflowClient` with explicit run ids is used, never the fluent API's
   process-global active-run stack, so runs cannot be mixed up;
-- every write to a ``sqlite:///`` store happens under an exclusive ``fcntl`` lock on
-  ``<db>.lock`` (sqlite serialises writers anyway, but MLflow's schema creation and
+- every write to a ``sqlite:///`` store happens under an exclusive lock on ``<db>.lock``
+  (``filelock``; sqlite serialises writers anyway, but MLflow's schema creation and
   experiment creation race), and calls that still hit "database is locked" (e.g. the MLflow UI
-  reading at that moment) are retried with back-off;
+  reading at that moment) are retried with back-off (``tenacity``);
+- a sqlite store is created whole or not at all (:func:`open_store`): MLflow migrates a
+  temporary file, which is renamed onto ``<db>`` when complete, so a job killed while creating
+  it leaves no half-migrated store behind. A store that such a kill did break (made before
+  this, or by another MLflow client) and that holds nothing but what creation writes is
+  re-created in place, with a warning; one that holds runs is never touched;
 - the experiment is created race-free (create; if it exists, get it), with its artifacts in
   ``mlartifacts/`` beside the database rather than in ``./mlruns``;
 - re-tracking a cell (the job re-ran) soft-deletes the runs tracked earlier for it, after the
@@ -17,25 +22,31 @@ Written for Snakemake, where many ``track`` jobs run at once against one sqlite 
 from __future__ import annotations
 
 import contextlib
-import fcntl
+import glob
 import json
 import logging
 import math
 import os
 import re
+import sqlite3
+import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+import tenacity
+from filelock import FileLock
+
 from reranklab.config import flatten
 from reranklab.errors import ConfigError, FormatError
-from reranklab.io import read_json, write_json
+from reranklab.io import atomic_path, read_json, write_json
 
 if TYPE_CHECKING:
     from mlflow import MlflowClient
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 TAG_PREFIX = "reranklab."
 CELL_TAG = "reranklab.cell"
@@ -44,17 +55,22 @@ MAX_PARAM_LENGTH = 6000  # MLflow's limit on a param value
 PARAMS_PER_BATCH = 100  # MLflow's limit on params (and tags) per log_batch call
 METRICS_PER_BATCH = 1000
 LOCK_RETRIES = 12
-_QUIET_LOGGERS = ("alembic", "alembic.runtime.migration", "mlflow.store.db.utils", "mlflow.store.db")
+_QUIET_LOGGERS = (
+    "alembic",
+    "alembic.runtime.migration",
+    "mlflow.store.db.utils",
+    "mlflow.store.db",
+)
 
 
 def cell_key(cell: Mapping[str, Any]) -> str:
     """``wikiqa/pointwise/L256`` (or ``wikiqa/bm25`` for a first-stage cell): run name and tag."""
-    base = f"{cell['dataset']}/{cell['variant']}"
-    if cell.get("max_length") is None:
-        return base
+    from reranklab.settings.cell import Cell
+
+    length = cell.get("max_length")
     # One seed of a study with a seed axis (``seeds``): its own runs, nested under the cell's.
-    seed = f"/seed{int(cell['seed'])}" if cell.get("seeds") else ""
-    return f"{base}/L{int(cell['max_length'])}{seed}"
+    seed = int(cell["seed"]) if cell.get("seeds") and length is not None else None
+    return Cell(cell["dataset"], cell["variant"], None if length is None else int(length), seed).key
 
 
 def metric_name(name: str) -> str:
@@ -94,7 +110,11 @@ def param_values(params: Mapping[str, Any]) -> dict[str, str]:
     """
     out: dict[str, str] = {}
     for key, value in flatten(params).items():
-        text = json.dumps(value, sort_keys=True) if isinstance(value, list | tuple | dict) else str(value)
+        text = (
+            json.dumps(value, sort_keys=True)
+            if isinstance(value, list | tuple | dict)
+            else str(value)
+        )
         if len(text) > MAX_PARAM_LENGTH:
             text = text[: MAX_PARAM_LENGTH - 3] + "..."
         out[re.sub(r"[^A-Za-z0-9_.\- /]", "_", key)] = text
@@ -131,7 +151,13 @@ def stats_metrics(stats: Any, prefix: str = "train.") -> list[tuple[str, float, 
                     step = _number(item.get("step"))
                     for sub, number in item.items():
                         if sub != "step" and _number(number) is not None:
-                            out.append((metric_name(f"{name}.{sub}"), float(number), int(step) if step is not None else index))
+                            out.append(
+                                (
+                                    metric_name(f"{name}.{sub}"),
+                                    float(number),
+                                    int(step) if step is not None else index,
+                                )
+                            )
                 elif _number(item) is not None:
                     out.append((name, float(item), index))
         elif _number(value) is not None:
@@ -165,13 +191,25 @@ def validation_metrics(stats: Any, prefix: str = "dev.") -> list[tuple[str, floa
     out: list[tuple[str, float, int]] = []
     for item in block.get("history") or []:
         epoch = int(item["epoch"])
-        out += [(metric_name(f"{prefix}{name}"), float(value), epoch) for name, value in item.items() if name not in ("epoch", "step") and _number(value) is not None]
-    return out + [(metric_name(f"{prefix}{key}"), float(block[key]), 0) for key in VALIDATION_KEYS if _number(block.get(key)) is not None]
+        out += [
+            (metric_name(f"{prefix}{name}"), float(value), epoch)
+            for name, value in item.items()
+            if name not in ("epoch", "step") and _number(value) is not None
+        ]
+    return out + [
+        (metric_name(f"{prefix}{key}"), float(block[key]), 0)
+        for key in VALIDATION_KEYS
+        if _number(block.get(key)) is not None
+    ]
 
 
 def _training_metrics(stats: Any) -> list[tuple[str, float, int]]:
     # The validation block goes in as the dev curve (step = epoch), not as flattened train.* values.
-    plain = {k: v for k, v in stats.items() if k != "validation"} if isinstance(stats, Mapping) else stats
+    plain = (
+        {k: v for k, v in stats.items() if k != "validation"}
+        if isinstance(stats, Mapping)
+        else stats
+    )
     return stats_metrics(plain) + validation_metrics(stats)
 
 
@@ -199,17 +237,15 @@ def abandon_runs(client: Any, run_ids: Iterable[str]) -> None:
 
 
 def _retry(call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-    """Call, retrying with back-off while sqlite answers "database is locked"."""
-    delay = 0.1
-    for attempt in range(LOCK_RETRIES):
-        try:
-            return call(*args, **kwargs)
-        except Exception as exc:
-            if not _is_locked(exc) or attempt == LOCK_RETRIES - 1:
-                raise
-            time.sleep(delay)
-            delay = min(delay * 2, 5.0)
-    raise AssertionError("unreachable")
+    """Call, retrying with back-off (0.1 s, doubling, at most 5 s) while sqlite answers
+    "database is locked"; any other error, or the last attempt's, is raised as it is."""
+    retrying = tenacity.Retrying(
+        retry=tenacity.retry_if_exception(_is_locked),
+        stop=tenacity.stop_after_attempt(LOCK_RETRIES),
+        wait=tenacity.wait_exponential(multiplier=0.1, max=5.0),
+        reraise=True,
+    )
+    return retrying(call, *args, **kwargs)
 
 
 @contextlib.contextmanager
@@ -220,12 +256,109 @@ def store_lock(tracking_uri: str) -> Iterator[None]:
         yield
         return
     db.parent.mkdir(parents=True, exist_ok=True)
-    with open(db.with_name(db.name + ".lock"), "a+") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    with FileLock(db.with_name(db.name + ".lock")):
+        yield
+
+
+def open_store(tracking_uri: str) -> MlflowClient:
+    """A client of the store at ``tracking_uri``; a sqlite store is first made whole.
+
+    Call it under :func:`store_lock`. A missing (or empty) sqlite database is created by MLflow
+    in a temporary file beside it, renamed onto it when complete: a job killed meanwhile leaves
+    only that temporary file, which the next call removes. A database that MLflow cannot open
+    and that holds no more rows in any table than a new store does (a creation killed
+    part-way, e.g. ``table secrets already exists``) is re-created in place, with a warning.
+
+    Raises:
+        Exception: MLflow's error for a store it cannot open that holds runs or other data
+            (an old schema, say: ``mlflow db upgrade``), or for a file that is not a database.
+
+    Example:
+        >>> with store_lock("sqlite:///results/mlflow.db"):  # doctest: +SKIP
+        ...     client = open_store("sqlite:///results/mlflow.db")
+    """
+    _quiet_mlflow()
+    from mlflow import MlflowClient
+
+    db = sqlite_path(tracking_uri)
+    if db is None:
+        return MlflowClient(tracking_uri=tracking_uri)
+    for leftover in db.parent.glob(f".{glob.escape(db.name)}.*.tmp*"):
+        leftover.unlink(missing_ok=True)  # from a creation killed part-way (we hold the lock)
+    if not db.is_file() or db.stat().st_size == 0:
+        for stale in _side_files(db):
+            stale.unlink(missing_ok=True)  # a journal of no database must not roll one back
+        with atomic_path(db) as tmp:
+            _create_store(tmp, db)
+        return MlflowClient(tracking_uri=tracking_uri)
+    try:
+        return MlflowClient(tracking_uri=tracking_uri)
+    except Exception as exc:
+        if _is_locked(exc):
+            raise
+        error = exc
+    fd, name = tempfile.mkstemp(prefix=f".{db.name}.", suffix=".tmp", dir=db.parent)
+    os.close(fd)
+    fresh = Path(name)
+    try:
+        _create_store(fresh, db)
+        if not _holds_only_creation_rows(db, fresh):
+            raise error
+        log.warning(
+            "%s: left half-created by a killed job (%s); creating it again", db, _first_line(error)
+        )
+        # sqlite's backup API copies the new store in as one transaction, keeping the file (and
+        # so the connections MLflow's engine cache keeps open to it) in place.
+        with (
+            contextlib.closing(sqlite3.connect(fresh)) as source,
+            contextlib.closing(sqlite3.connect(db)) as target,
+        ):
+            source.backup(target)
+    finally:
+        for path in (fresh, *_side_files(fresh)):
+            path.unlink(missing_ok=True)
+    return MlflowClient(tracking_uri=tracking_uri)
+
+
+def _side_files(db: Path) -> list[Path]:
+    return [db.with_name(db.name + suffix) for suffix in ("-journal", "-wal", "-shm")]
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
+
+
+def _create_store(path: Path, db: Path) -> None:
+    """Let MLflow create its schema (every migration) in the sqlite file ``path``."""
+    from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
+
+    # The default experiment's artifacts go beside the database, like ours (ensure_experiment).
+    store = SqlAlchemyStore(
+        f"sqlite:///{path.absolute()}", str((db.parent / "mlartifacts").absolute())
+    )
+    store.engine.dispose()  # closes its connections before the file is renamed or removed
+
+
+def _row_counts(db: Path) -> dict[str, int]:
+    with contextlib.closing(sqlite3.connect(db)) as conn:
+        tables = [
+            name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+        ]
+        return {
+            name: conn.execute(f'SELECT COUNT(*) FROM "{name}"').fetchone()[0] for name in tables
+        }
+
+
+def _holds_only_creation_rows(db: Path, fresh: Path) -> bool:
+    """Whether ``db`` holds no more rows in any table than the new store ``fresh`` (no run,
+    no experiment but the default one...): nothing a user made is lost by re-creating it."""
+    try:
+        found = _row_counts(db)
+    except sqlite3.DatabaseError:
+        return False  # not a database at all: not ours to replace
+    created = _row_counts(fresh)
+    return all(count <= created.get(table, 0) for table, count in found.items())
 
 
 def ensure_experiment(client: MlflowClient, name: str, tracking_uri: str) -> str:
@@ -312,7 +445,11 @@ def _fold_metrics(metrics: Mapping[str, Any]) -> list[tuple[str, float, int]]:
 def _cell_metrics(metrics: Mapping[str, Any]) -> list[tuple[str, float, int]]:
     out = []
     for group, suffix in (("overall", ""), ("fold_mean", "_fold_mean"), ("fold_std", "_fold_std")):
-        out += [(metric_name(k) + suffix, float(v), 0) for k, v in metrics[group].items() if v is not None]
+        out += [
+            (metric_name(k) + suffix, float(v), 0)
+            for k, v in metrics[group].items()
+            if v is not None
+        ]
     counts = ("n_queries", "n_excluded", "n_folds")
     return out + [(k, float(metrics[k]), 0) for k in counts if metrics.get(k) is not None]
 
@@ -330,6 +467,39 @@ def _tags(cell: Mapping[str, Any], key: str, role: str) -> dict[str, str]:
     if cell.get("seeds"):
         tags[f"{TAG_PREFIX}seed"] = str(cell["seed"])
     return tags
+
+
+def write_record(
+    out: str | os.PathLike[str],
+    tracking_uri: str,
+    experiment: str,
+    experiment_id: str,
+    key: str,
+    parent_id: str,
+    earlier: Iterable[str],
+    **runs: Any,
+) -> dict[str, Any]:
+    """Write (atomically) and return what a ``track`` job logged where: the step's output file.
+
+    Args:
+        out: the ``mlflow.json`` to write.
+        tracking_uri, experiment, experiment_id: the store and experiment.
+        key: the cell's key.
+        parent_id: the cell's run.
+        earlier: the runs of the cell this one replaced (deleted).
+        runs: the other runs by role (``child_run_ids``, ``seed_run_ids``).
+    """
+    result = {
+        "tracking_uri": tracking_uri,
+        "experiment": experiment,
+        "experiment_id": experiment_id,
+        "cell": key,
+        "parent_run_id": parent_id,
+        **runs,
+        "replaced_run_ids": sorted(earlier),
+    }
+    write_json(out, result)
+    return result
 
 
 def track_cell(
@@ -365,39 +535,55 @@ def track_cell(
         ...            Path("metrics.json"), Path("run.txt"), "sqlite:///results/mlflow.db",
         ...            "wikiqa-bert-base", Path("mlflow.json"))  # doctest: +SKIP
     """
-    _quiet_mlflow()
-    from mlflow import MlflowClient
-
     key = cell_key(cell)
     params = param_values(cell)
-    cell_metrics = _read_metrics(cell_metrics_path, ("overall", "fold_mean", "fold_std", "n_queries", "n_excluded"))
+    cell_metrics = _read_metrics(
+        cell_metrics_path, ("overall", "fold_mean", "fold_std", "n_queries", "n_excluded")
+    )
     folds = sorted(fold_artifacts, key=lambda f: int(f["fold"]))
     fold_data = []
     for fold in folds:
         stats_path = fold.get("train_stats")
-        fold_data.append((
-            int(fold["fold"]),
-            _fold_metrics(_read_metrics(fold["metrics"], ("aggregate", "n_queries", "n_excluded")))
-            + (_training_metrics(read_json(stats_path)) if stats_path else []),
-            [Path(fold["run"]), Path(fold["metrics"])] + ([Path(stats_path)] if stats_path else []),
-        ))
+        fold_data.append(
+            (
+                int(fold["fold"]),
+                _fold_metrics(
+                    _read_metrics(fold["metrics"], ("aggregate", "n_queries", "n_excluded"))
+                )
+                + (_training_metrics(read_json(stats_path)) if stats_path else []),
+                [Path(fold["run"]), Path(fold["metrics"])]
+                + ([Path(stats_path)] if stats_path else []),
+            )
+        )
     for path in [cell_run_path] + [p for _, _, paths in fold_data for p in paths]:
         if not Path(path).is_file():
             raise FileNotFoundError(f"track {key}: missing artifact {path}")
 
     with store_lock(tracking_uri):
-        client = MlflowClient(tracking_uri=tracking_uri)
+        client = open_store(tracking_uri)
         experiment_id = ensure_experiment(client, experiment, tracking_uri)
         earlier = _runs_of_cell(client, experiment_id, key)
         created: list[str] = []
         try:
-            parent = _retry(client.create_run, experiment_id, run_name=key, tags=_tags(cell, key, "cell"))
+            parent = _retry(
+                client.create_run, experiment_id, run_name=key, tags=_tags(cell, key, "cell")
+            )
             parent_id = parent.info.run_id
             created.append(parent_id)
-            _log(client, parent_id, params, _cell_metrics(cell_metrics), [Path(cell_run_path), Path(cell_metrics_path)])
+            _log(
+                client,
+                parent_id,
+                params,
+                _cell_metrics(cell_metrics),
+                [Path(cell_run_path), Path(cell_metrics_path)],
+            )
             children: dict[str, str] = {}
             for fold, metrics, artifacts in fold_data:
-                tags = {**_tags(cell, key, "fold"), f"{TAG_PREFIX}fold": str(fold), PARENT_TAG: parent_id}
+                tags = {
+                    **_tags(cell, key, "fold"),
+                    f"{TAG_PREFIX}fold": str(fold),
+                    PARENT_TAG: parent_id,
+                }
                 child = _retry(client.create_run, experiment_id, run_name=f"fold{fold}", tags=tags)
                 created.append(child.info.run_id)
                 _log(client, child.info.run_id, {**params, "fold": str(fold)}, metrics, artifacts)
@@ -411,15 +597,13 @@ def track_cell(
         for run_id in earlier:
             _retry(client.delete_run, run_id)
 
-    result = {
-        "tracking_uri": tracking_uri,
-        "experiment": experiment,
-        "experiment_id": experiment_id,
-        "cell": key,
-        "parent_run_id": parent_id,
-        "child_run_ids": children,
-        "replaced_run_ids": sorted(earlier),
-    }
-    write_json(out, result)
-    return result
-
+    return write_record(
+        out,
+        tracking_uri,
+        experiment,
+        experiment_id,
+        key,
+        parent_id,
+        earlier,
+        child_run_ids=children,
+    )

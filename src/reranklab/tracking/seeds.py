@@ -16,32 +16,44 @@ from pathlib import Path
 from typing import Any
 
 from reranklab.errors import FormatError
-from reranklab.io import read_json, write_json
+from reranklab.io import read_json
 from reranklab.tracking.mlflow_tracking import (
     PARENT_TAG,
     TAG_PREFIX,
     _log,
-    _quiet_mlflow,
     _retry,
     _runs_of_cell,
     _tags,
     abandon_runs,
     ensure_experiment,
     metric_name,
+    open_store,
     param_values,
     store_lock,
+    write_record,
 )
 
 
 def seeds_cell_key(cell: dict[str, Any]) -> str:
     """``wikiqa/pointwise/L256``: the cell run's name and tag (its seeds' keys add ``/seed<s>``)."""
-    return f"{cell['dataset']}/{cell['variant']}/L{int(cell['max_length'])}"
+    from reranklab.settings.cell import Cell
+
+    return Cell(cell["dataset"], cell["variant"], int(cell["max_length"])).key
 
 
 def _seed_metrics(metrics: dict[str, Any]) -> list[tuple[str, float, int]]:
     out: list[tuple[str, float, int]] = []
-    for group, suffix in (("overall", ""), ("seed_std", "_seed_std"), ("fold_mean", "_fold_mean"), ("fold_std", "_fold_std")):
-        out += [(metric_name(k) + suffix, float(v), 0) for k, v in (metrics.get(group) or {}).items() if v is not None]
+    for group, suffix in (
+        ("overall", ""),
+        ("seed_std", "_seed_std"),
+        ("fold_mean", "_fold_mean"),
+        ("fold_std", "_fold_std"),
+    ):
+        out += [
+            (metric_name(k) + suffix, float(v), 0)
+            for k, v in (metrics.get(group) or {}).items()
+            if v is not None
+        ]
     counts = ("n_queries", "n_excluded", "n_folds", "n_seeds")
     return out + [(k, float(metrics[k]), 0) for k in counts if metrics.get(k) is not None]
 
@@ -73,9 +85,6 @@ def track_seeds(
         ...             Path("metrics.json"), "sqlite:///results/mlflow.db", "study",
         ...             Path("mlflow.json"))  # doctest: +SKIP
     """
-    _quiet_mlflow()
-    from mlflow import MlflowClient
-
     key = seeds_cell_key(cell)
     metrics = read_json(seeds_metrics_path)
     if not isinstance(metrics, dict) or "seeds" not in metrics or "overall" not in metrics:
@@ -88,15 +97,24 @@ def track_seeds(
         seed_runs[f"seed{seed}"] = tracked["parent_run_id"]
 
     with store_lock(tracking_uri):
-        client = MlflowClient(tracking_uri=tracking_uri)
+        client = open_store(tracking_uri)
         experiment_id = ensure_experiment(client, experiment, tracking_uri)
         earlier = _runs_of_cell(client, experiment_id, key)
-        tags = {**_tags(cell, key, "cell"), f"{TAG_PREFIX}seeds": ",".join(str(s) for s in metrics["seeds"])}
+        tags = {
+            **_tags(cell, key, "cell"),
+            f"{TAG_PREFIX}seeds": ",".join(str(s) for s in metrics["seeds"]),
+        }
         tags.pop(f"{TAG_PREFIX}seed", None)  # the cell run stands for all its seeds
         parent = _retry(client.create_run, experiment_id, run_name=key, tags=tags)
         parent_id = parent.info.run_id
         try:
-            _log(client, parent_id, param_values(cell), _seed_metrics(metrics), [Path(seeds_metrics_path)])
+            _log(
+                client,
+                parent_id,
+                param_values(cell),
+                _seed_metrics(metrics),
+                [Path(seeds_metrics_path)],
+            )
             for run_id in seed_runs.values():
                 _retry(client.set_tag, run_id, PARENT_TAG, parent_id)
             _retry(client.set_terminated, parent_id, "FINISHED")
@@ -106,14 +124,13 @@ def track_seeds(
         for run_id in earlier:
             _retry(client.delete_run, run_id)
 
-    result = {
-        "tracking_uri": tracking_uri,
-        "experiment": experiment,
-        "experiment_id": experiment_id,
-        "cell": key,
-        "parent_run_id": parent_id,
-        "seed_run_ids": seed_runs,
-        "replaced_run_ids": sorted(earlier),
-    }
-    write_json(out, result)
-    return result
+    return write_record(
+        out,
+        tracking_uri,
+        experiment,
+        experiment_id,
+        key,
+        parent_id,
+        earlier,
+        seed_run_ids=seed_runs,
+    )
