@@ -32,7 +32,9 @@ def mirror_path() -> Path | None:
 def mirror() -> Path:
     path = mirror_path()
     if path is None:
-        pytest.skip("the real dataset files are not here: set RERANKLAB_MIRROR or put them in ../shared/datasets")
+        pytest.skip(
+            "the real dataset files are not here: set RERANKLAB_MIRROR or put them in ../shared/datasets"
+        )
     return path
 
 

@@ -68,7 +68,9 @@ def write_triplet_examples(path: Path) -> Path:
 
 
 def write_examples(path: Path, variant: str) -> Path:
-    return write_pointwise_examples(path) if variant == "pointwise" else write_triplet_examples(path)
+    return (
+        write_pointwise_examples(path) if variant == "pointwise" else write_triplet_examples(path)
+    )
 
 
 def build_toy_bert(directory: Path) -> Path:
@@ -76,10 +78,18 @@ def build_toy_bert(directory: Path) -> Path:
     return build_tiny_bert(directory, list(QUERIES.values()) + list(CORPUS.values()))
 
 
-def toy_cell(variant: str, encoder: Path, max_length: int = 32, seed: int = 1, **training: Any) -> dict[str, Any]:
+def toy_cell(
+    variant: str, encoder: Path, max_length: int = 32, seed: int = 1, **training: Any
+) -> dict[str, Any]:
     """A resolved cell (as ``resolve_cell`` gives) training ``variant`` on the tiny BERT, on CPU."""
     # One thread: tiny models gain nothing from more, and lose a lot on a loaded machine.
-    overrides = {"encoder": str(encoder), "device": "cpu", "batch_size": 4, "threads": 1, **training}
+    overrides = {
+        "encoder": str(encoder),
+        "device": "cpu",
+        "batch_size": 4,
+        "threads": 1,
+        **training,
+    }
     return {
         "study": "toy",
         "seed": seed,

@@ -44,7 +44,10 @@ def test_two_folds_concatenate_and_summarise(tmp_path):
 
     combined = read_run(tmp_path / "cell.run")
     assert combined == {**FOLD_RUNS[0], **FOLD_RUNS[1]}
-    assert all(line.split()[5] == "pointwise-L256" for line in (tmp_path / "cell.run").read_text().splitlines())
+    assert all(
+        line.split()[5] == "pointwise-L256"
+        for line in (tmp_path / "cell.run").read_text().splitlines()
+    )
 
     # Overall, over q1 q2 q4 q5 q6 (q3 excluded):
     #   P@1 = (1 + 0 + 0 + 0 + 1) / 5 = 0.4;  MRR = (1 + 1/2 + 0 + 1/3 + 1) / 5 = 0.56667
@@ -68,7 +71,15 @@ def test_two_folds_concatenate_and_summarise(tmp_path):
     assert result["n_folds"] == 2
 
     on_disk = read_json(tmp_path / "cell.json")
-    assert set(on_disk) >= {"overall", "fold_mean", "fold_std", "folds", "n_queries", "n_excluded", "per_query"}
+    assert set(on_disk) >= {
+        "overall",
+        "fold_mean",
+        "fold_std",
+        "folds",
+        "n_queries",
+        "n_excluded",
+        "per_query",
+    }
     assert on_disk == result
 
 
@@ -84,7 +95,9 @@ def test_overlapping_folds_are_an_error(tmp_path):
     runs = [FOLD_RUNS[0], {"q2": {"b": 1.0}, "q5": {"e": 1.0}}]
     run_paths, metric_paths = _write_folds(tmp_path, runs=runs, tests=[["q1", "q2"], ["q2", "q5"]])
     with pytest.raises(ValueError, match="query 'q2' is in the test set of fold 0 and of fold 1"):
-        aggregate_folds(run_paths, metric_paths, QRELS, 1, tmp_path / "cell.run", tmp_path / "cell.json")
+        aggregate_folds(
+            run_paths, metric_paths, QRELS, 1, tmp_path / "cell.run", tmp_path / "cell.json"
+        )
     assert not (tmp_path / "cell.run").exists()
 
 

@@ -12,14 +12,28 @@ from reranklab.cli import main
 
 @pytest.fixture(scope="module")
 def train_report(tiny_bert):
-    settings = BenchSettings("train", "pointwise", 64, device="cpu", encoder=str(tiny_bert), pairs=40, batch_size=8, seed=3)
+    settings = BenchSettings(
+        "train",
+        "pointwise",
+        64,
+        device="cpu",
+        encoder=str(tiny_bert),
+        pairs=40,
+        batch_size=8,
+        seed=3,
+    )
     return run_bench(settings, progress=False)
 
 
 def test_bench_train_runs_both_engines_on_the_same_pairs(train_report, tiny_bert):
     report = train_report
     engine, baseline = report["engine"], report["baseline"]
-    assert (report["mode"], report["variant"], report["dataset"], report["device"]) == ("train", "pointwise", "sample", "cpu")
+    assert (report["mode"], report["variant"], report["dataset"], report["device"]) == (
+        "train",
+        "pointwise",
+        "sample",
+        "cpu",
+    )
     assert report["examples"] == 40 and engine["pairs"] == baseline["pairs"] == 40
     assert engine["steps"] == baseline["steps"] == 5
     # The same word pieces: the baseline pads every pair to max length, the engine per batch.
@@ -28,8 +42,13 @@ def test_bench_train_runs_both_engines_on_the_same_pairs(train_report, tiny_bert
     assert engine["tokens"] <= engine["padded_tokens"] < baseline["padded_tokens"]
     assert engine["precision"] == "fp32" and engine["accumulation_steps"] == 1
     for row in (engine, baseline):
-        assert row["pairs_per_s"] > 0 and row["seconds"] > 0 and row["mfu"] is None  # no peak on CPU
-    assert report["ratio"] == pytest.approx(engine["pairs_per_s"] / baseline["pairs_per_s"]) and report["ratio"] > 0
+        assert (
+            row["pairs_per_s"] > 0 and row["seconds"] > 0 and row["mfu"] is None
+        )  # no peak on CPU
+    assert (
+        report["ratio"] == pytest.approx(engine["pairs_per_s"] / baseline["pairs_per_s"])
+        and report["ratio"] > 0
+    )
     assert 0 < report["ratio_with_tokenisation"] <= report["ratio"]
     assert report["parameters"] > report["non_embedding_parameters"] > 0
     text = format_report(report)
@@ -38,7 +57,16 @@ def test_bench_train_runs_both_engines_on_the_same_pairs(train_report, tiny_bert
 
 
 def test_bench_rerank_scores_agree_between_the_engines(tiny_bert):
-    settings = BenchSettings("rerank", "bertlets", 64, device="cpu", encoder=str(tiny_bert), pairs=45, batch_size=8, eval_batch_size=16)
+    settings = BenchSettings(
+        "rerank",
+        "bertlets",
+        64,
+        device="cpu",
+        encoder=str(tiny_bert),
+        pairs=45,
+        batch_size=8,
+        eval_batch_size=16,
+    )
     report = run_bench(settings, progress=False)
     engine, baseline = report["engine"], report["baseline"]
     # Whole candidate lists (BM25 top-30 of sample) until at least 45 pairs: two queries.
@@ -51,15 +79,46 @@ def test_bench_rerank_scores_agree_between_the_engines(tiny_bert):
 
 def test_bench_command_line_writes_json(tiny_bert, tmp_path, capsys):
     out = tmp_path / "bench.json"
-    code = main(["bench", "rerank", "--variant", "pointwise", "--max-length", "32", "--device", "cpu", "--encoder", str(tiny_bert),
-                 "--pairs", "10", "--batch-size", "4", "--json", str(out)])
+    code = main(
+        [
+            "bench",
+            "rerank",
+            "--variant",
+            "pointwise",
+            "--max-length",
+            "32",
+            "--device",
+            "cpu",
+            "--encoder",
+            str(tiny_bert),
+            "--pairs",
+            "10",
+            "--batch-size",
+            "4",
+            "--json",
+            str(out),
+        ]
+    )
     assert code == 0
     printed = capsys.readouterr().out
     assert "ratio (engine / baseline pairs/s)" in printed
     report = json.loads(out.read_text())
     assert report["engine"]["pairs"] == report["baseline"]["pairs"] == 30
     assert report["settings"]["max_length"] == 32
-    code = main(["bench", "train", "--variant", "nope", "--max-length", "32", "--device", "cpu", "--encoder", str(tiny_bert)])
+    code = main(
+        [
+            "bench",
+            "train",
+            "--variant",
+            "nope",
+            "--max-length",
+            "32",
+            "--device",
+            "cpu",
+            "--encoder",
+            str(tiny_bert),
+        ]
+    )
     assert code == 2 and "unknown variant 'nope'" in capsys.readouterr().err
 
 

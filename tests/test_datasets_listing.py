@@ -52,7 +52,9 @@ def test_describe_reports_where_each_raw_file_is(places: tuple[Path, Path]) -> N
 def test_archive_in_the_mirror_counts_for_its_members(tmp_path: Path) -> None:
     (tmp_path / "mirror" / "msmarco-passage").mkdir(parents=True)
     (tmp_path / "mirror" / "msmarco-passage" / "collectionandqueries.tar.gz").write_bytes(b"")
-    listing = describe(get_dataset("msmarco-passage"), tmp_path / "results", str(tmp_path / "mirror"))
+    listing = describe(
+        get_dataset("msmarco-passage"), tmp_path / "results", str(tmp_path / "mirror")
+    )
     assert {f.where for f in listing.raw_files} == {"mirror"}
     assert listing.download_bytes == 1_057_717_952  # one archive for five files
 
@@ -86,28 +88,65 @@ def test_format_listing_block(places: tuple[Path, Path]) -> None:
 
 def test_helpers() -> None:
     assert download_size((RawFile("a", "https://x/a", size=3), RawFile("b", "https://x/b"))) is None
-    assert download_size((RawFile("a", "https://x/z.zip", member="a", archive_size=10), RawFile("b", "https://x/z.zip", member="b", archive_size=10))) == 10
-    assert [human_bytes(n) for n in (0, 1023, 1024, 5 * 1024**3, None)] == ["0 B", "1023 B", "1.0 KiB", "5.0 GiB", "unknown"]
-    assert format_counts({"passages": 3, "split": {"train": 2, "test": 1}, "note": "x", "folds": [1]}) == "passages 3; split train 2 / test 1"
+    assert (
+        download_size(
+            (
+                RawFile("a", "https://x/z.zip", member="a", archive_size=10),
+                RawFile("b", "https://x/z.zip", member="b", archive_size=10),
+            )
+        )
+        == 10
+    )
+    assert [human_bytes(n) for n in (0, 1023, 1024, 5 * 1024**3, None)] == [
+        "0 B",
+        "1023 B",
+        "1.0 KiB",
+        "5.0 GiB",
+        "unknown",
+    ]
+    assert (
+        format_counts({"passages": 3, "split": {"train": 2, "test": 1}, "note": "x", "folds": [1]})
+        == "passages 3; split train 2 / test 1"
+    )
     assert disk_usage(Path("/nonexistent/folder")) == 0
 
 
 def test_every_registered_dataset_is_listed(tmp_path: Path) -> None:
     listings = list_datasets(tmp_path, None)
     assert [item.name for item in listings] == dataset_names()
-    mine = {"antique", "insuranceqa", "msmarco-passage", "trec-car", "trec-dl-2019", "wikipassageqa"}
+    mine = {
+        "antique",
+        "insuranceqa",
+        "msmarco-passage",
+        "trec-car",
+        "trec-dl-2019",
+        "wikipassageqa",
+    }
     assert mine <= set(dataset_names())
     assert all(item.counts_from == "declared" for item in listings if item.name in mine)
 
 
-def test_cli_datasets_json(places: tuple[Path, Path], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cli_datasets_json(
+    places: tuple[Path, Path], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     results, mirror = places
     monkeypatch.delenv("RERANKLAB_MIRROR", raising=False)
-    assert cli.main(["datasets", "--json", "--results-dir", str(results), "--mirror", str(mirror)]) == 0
+    assert (
+        cli.main(["datasets", "--json", "--results-dir", str(results), "--mirror", str(mirror)])
+        == 0
+    )
     listed = {item["name"]: item for item in json.loads(capsys.readouterr().out)}
     assert list(listed) == dataset_names()
     antique = listed["antique"]
-    assert [f["where"] for f in antique["raw_files"]] == ["missing", "mirror", "mirror", "missing", "raw"]
-    assert antique["citation"].startswith("Helia Hashemi, Mohammad Aliannejadi, Hamed Zamani and W. Bruce Croft. 2020.")
+    assert [f["where"] for f in antique["raw_files"]] == [
+        "missing",
+        "mirror",
+        "mirror",
+        "missing",
+        "raw",
+    ]
+    assert antique["citation"].startswith(
+        "Helia Hashemi, Mohammad Aliannejadi, Hamed Zamani and W. Bruce Croft. 2020."
+    )
     assert cli.main(["datasets", "--results-dir", str(results), "--mirror", str(mirror)]) == 0
     assert "raw files: 3 of 5 present (raw/ 1, mirror 2)" in capsys.readouterr().out

@@ -31,13 +31,22 @@ def _loss(model: nn.Module, rows: list[int]) -> torch.Tensor:
 def _worker(rank: int, world: int, init_file: str, out_dir: str) -> None:
     dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=world)
     try:
-        torch.manual_seed(100 + rank)  # different on purpose: prepare() must give every rank rank 0's weights
+        torch.manual_seed(
+            100 + rank
+        )  # different on purpose: prepare() must give every rank rank 0's weights
         model = nn.Linear(3, 1)
         collate = distributed.prepare(model, lambda rows: list(rows))
         initial = {k: v.clone() for k, v in model.state_dict().items()}
         shard = collate([0, 1, 2, 3])  # this rank's share of the global batch
         _loss(model, shard).backward()  # the hooks average the gradients over the ranks
-        torch.save({"initial": initial, "shard": shard, "grads": [p.grad.clone() for p in model.parameters()]}, Path(out_dir, f"rank{rank}.pt"))
+        torch.save(
+            {
+                "initial": initial,
+                "shard": shard,
+                "grads": [p.grad.clone() for p in model.parameters()],
+            },
+            Path(out_dir, f"rank{rank}.pt"),
+        )
     finally:
         dist.destroy_process_group()
 
@@ -60,7 +69,9 @@ def test_ranks_start_from_rank_0_and_average_gradients(tmp_path):
     reference.zero_grad()
     _loss(reference, [0, 1, 2, 3]).backward()
     for got in ranks:
-        for grad, want, full in zip(got["grads"], averaged, [p.grad for p in reference.parameters()], strict=True):
+        for grad, want, full in zip(
+            got["grads"], averaged, [p.grad for p in reference.parameters()], strict=True
+        ):
             torch.testing.assert_close(grad, want, rtol=0, atol=1e-6)
             torch.testing.assert_close(grad, full, rtol=0, atol=1e-6)
 
@@ -69,10 +80,16 @@ def test_sharding_and_settings():
     assert distributed.shard(list(range(7)), 0, 3) == [0, 3, 6]
     assert distributed.shard([4, 5], 2, 3) == [5]  # a short last batch: every rank still steps
     assert distributed.wants_ddp({"distributed": "ddp", "gpus": 4})
-    assert not distributed.wants_ddp({"distributed": "ddp", "gpus": 1})  # one process: nothing to launch
+    assert not distributed.wants_ddp(
+        {"distributed": "ddp", "gpus": 1}
+    )  # one process: nothing to launch
     with pytest.raises(ConfigError, match="distributed: ddp"):
         distributed.wants_ddp({"distributed": "none", "gpus": 2})
-    assert not distributed.is_worker() and distributed.world_size() == 1 and distributed.is_main_process()
+    assert (
+        not distributed.is_worker()
+        and distributed.world_size() == 1
+        and distributed.is_main_process()
+    )
 
 
 @pytest.mark.integration
@@ -86,12 +103,29 @@ def test_reranklab_train_runs_as_two_torchrun_workers_on_cpu(tmp_path):
     bert = build_toy_bert(tmp_path / "bert")
     examples = write_examples(tmp_path / "examples.parquet", "pointwise")
     (tmp_path / "queries.tsv").write_text("".join(f"{q}\t{t}\n" for q, t in QUERIES.items()))
-    pd.DataFrame({"pid": list(CORPUS), "text": list(CORPUS.values())}).to_parquet(tmp_path / "corpus.parquet", index=False)
+    pd.DataFrame({"pid": list(CORPUS), "text": list(CORPUS.values())}).to_parquet(
+        tmp_path / "corpus.parquet", index=False
+    )
     cell = toy_cell("pointwise", bert, epochs=2, distributed="ddp", gpus=2, threads=1)
     command = [
-        "reranklab", "train", "--examples", str(examples), "--queries", str(tmp_path / "queries.tsv"),
-        "--corpus", str(tmp_path / "corpus.parquet"), "--out-dir", str(tmp_path / "model"), "--threads", "1",
-        "--checkpoint-dir", str(tmp_path / "checkpoints"), "--checkpoint-every", "3", "--params", json.dumps(cell),
+        "reranklab",
+        "train",
+        "--examples",
+        str(examples),
+        "--queries",
+        str(tmp_path / "queries.tsv"),
+        "--corpus",
+        str(tmp_path / "corpus.parquet"),
+        "--out-dir",
+        str(tmp_path / "model"),
+        "--threads",
+        "1",
+        "--checkpoint-dir",
+        str(tmp_path / "checkpoints"),
+        "--checkpoint-every",
+        "3",
+        "--params",
+        json.dumps(cell),
     ]
     result = subprocess.run(command, env=tool_env(), capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]

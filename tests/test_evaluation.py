@@ -140,7 +140,10 @@ def _expected_random_order(n: int, relevant: int) -> dict[str, Fraction]:
     """
     harmonic = sum(Fraction(1, k) for k in range(1, n + 1))
     ap = (harmonic + Fraction(relevant - 1, n - 1) * (n - harmonic)) / n if n > 1 else Fraction(1)
-    rr = sum(Fraction(comb(n - k, relevant - 1), comb(n, relevant)) / k for k in range(1, n - relevant + 2))
+    rr = sum(
+        Fraction(comb(n - k, relevant - 1), comb(n, relevant)) / k
+        for k in range(1, n - relevant + 2)
+    )
     return {"MAP": ap, "MRR": rr, "P@1": Fraction(relevant, n)}
 
 
@@ -161,7 +164,11 @@ def test_constant_scores_score_the_expected_value_of_a_random_order():
         expected = sum(float(_expected_random_order(12, r)[name]) for r in sizes) / len(sizes)
         values = [result["per_query"][q][name] for q in qrels]
         stderr = statistics.pstdev(values) / len(values) ** 0.5
-        assert abs(result["aggregate"][name] - expected) < 4 * stderr, (name, result["aggregate"][name], expected)
+        assert abs(result["aggregate"][name] - expected) < 4 * stderr, (
+            name,
+            result["aggregate"][name],
+            expected,
+        )
 
 
 def test_expected_random_order_formula_against_every_order():
@@ -170,7 +177,11 @@ def test_expected_random_order_formula_against_every_order():
         orders = list(permutations([True] * relevant + [False] * (n - relevant)))
         ap = sum(_exact_ap(order) for order in orders) / len(orders)
         rr = sum(Fraction(1, order.index(True) + 1) for order in orders) / len(orders)
-        assert _expected_random_order(n, relevant) == {"MAP": ap, "MRR": rr, "P@1": Fraction(relevant, n)}
+        assert _expected_random_order(n, relevant) == {
+            "MAP": ap,
+            "MRR": rr,
+            "P@1": Fraction(relevant, n),
+        }
     assert _expected_random_order(3, 2)["MAP"] == Fraction(29, 36)  # RRN 1, RNR 5/6, NRR 7/12
 
 

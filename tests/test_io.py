@@ -47,7 +47,12 @@ def test_run_round_trip_orders_by_score_then_tie_key(tmp_path):
     write_run(tmp_path / "r.run", run, tag="t")
     lines = (tmp_path / "r.run").read_text().splitlines()
     tied = sorted("ab", key=lambda pid: tie_key("q1", pid))
-    assert lines == ["q0 Q0 x 1 -1.0 t", "q1 Q0 c 1 2.5 t", f"q1 Q0 {tied[0]} 2 1.0 t", f"q1 Q0 {tied[1]} 3 1.0 t"]
+    assert lines == [
+        "q0 Q0 x 1 -1.0 t",
+        "q1 Q0 c 1 2.5 t",
+        f"q1 Q0 {tied[0]} 2 1.0 t",
+        f"q1 Q0 {tied[1]} 3 1.0 t",
+    ]
     assert read_run(tmp_path / "r.run") == run
 
 
@@ -57,13 +62,21 @@ def test_run_scores_round_trip_as_float64(tmp_path):
     run = {"q": {f"p{i}": s for i, s in enumerate(scores)}}
     write_run(tmp_path / "r.run", run)
     assert read_run(tmp_path / "r.run") == run
-    assert len({line.split()[4] for line in (tmp_path / "r.run").read_text().splitlines()}) == len(set(scores))
+    assert len({line.split()[4] for line in (tmp_path / "r.run").read_text().splitlines()}) == len(
+        set(scores)
+    )
 
 
 def test_tie_key_is_stable_across_processes():
     # blake2b of the text, not Python's salted hash(): the same value in every process.
     code = "from reranklab.io import tie_key; print(tie_key('Q1', 'D1-0'), tie_key('Q1', 'D1-0', seed=7))"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env={**os.environ, "PYTHONHASHSEED": "123"})
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONHASHSEED": "123"},
+    )
     assert out.stdout.split() == [str(tie_key("Q1", "D1-0")), str(tie_key("Q1", "D1-0", seed=7))]
 
 
@@ -108,7 +121,11 @@ def test_reading_only_the_passages_a_job_names(tmp_path, suffix):
     corpus = {f"p{i}": f"passage number {i}" for i in range(200_000)}
     path = tmp_path / f"c{suffix}"
     if suffix == ".parquet":  # several row groups and read batches, as a streamed prepare writes
-        pq.write_table(pa.table({"pid": list(corpus), "text": list(corpus.values())}), path, row_group_size=30_000)
+        pq.write_table(
+            pa.table({"pid": list(corpus), "text": list(corpus.values())}),
+            path,
+            row_group_size=30_000,
+        )
     else:
         write_corpus(path, corpus)
     wanted = {"p0", "p65537", "p199999", "absent"}
@@ -134,7 +151,9 @@ def test_corpus_jsonl_malformed(tmp_path):
 
 
 def test_folds_round_trip(tmp_path):
-    folds = Folds("d", "cv", [Fold("fold0", ["a"], [], ["b"]), Fold("fold1", ["b"], [], ["a"])], seed=3)
+    folds = Folds(
+        "d", "cv", [Fold("fold0", ["a"], [], ["b"]), Fold("fold1", ["b"], [], ["a"])], seed=3
+    )
     write_folds(tmp_path / "f.json", folds)
     assert read_folds(tmp_path / "f.json") == folds
 

@@ -39,9 +39,14 @@ def test_pointwise_cross_entropy_matches_hand_computation():
 
 def test_pointwise_loss_module_uses_model_logits():
     loss = PointwiseCrossEntropyLoss(FixedOutputs(2))
-    features = {"input_ids": torch.tensor([[2, 0, 9], [0, 1, 9]]), "attention_mask": torch.ones(2, 3)}
+    features = {
+        "input_ids": torch.tensor([[2, 0, 9], [0, 1, 9]]),
+        "attention_mask": torch.ones(2, 3),
+    }
     value = loss({"features": features, "labels": torch.tensor([1, 1])})
-    assert value.item() == pytest.approx((math.log1p(math.exp(2)) + math.log1p(math.exp(-1))) / 2, abs=1e-6)
+    assert value.item() == pytest.approx(
+        (math.log1p(math.exp(2)) + math.log1p(math.exp(-1))) / 2, abs=1e-6
+    )
 
 
 def test_pointwise_score_is_probability_of_relevant():
@@ -101,4 +106,7 @@ def test_variant_loss_factories_take_the_training_margin():
     assert get_variant("bertlets").loss(FixedOutputs(1), {"margin": 0.5}).margin == 0.5
     assert isinstance(get_variant("pointwise").loss(FixedOutputs(2), {}), PointwiseCrossEntropyLoss)
     assert get_variant("bertlets").defaults["margin"] == 0.2
-    assert (get_variant("pointwise").example_kind, get_variant("bertlets").example_kind) == ("pointwise", "triplet")
+    assert (get_variant("pointwise").example_kind, get_variant("bertlets").example_kind) == (
+        "pointwise",
+        "triplet",
+    )

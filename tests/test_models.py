@@ -9,19 +9,19 @@ import pytest
 import torch
 
 from reranklab.errors import ConfigError, FormatError
-from reranklab.models.encoder import load_encoder, resolve_encoder, select_device
-from reranklab.models.registry import get_variant
-from reranklab.models.reranker import load_reranker
-from reranklab.models.tiny import SPECIAL_TOKENS, tiny_vocabulary
-from reranklab.training.batching import (
+from reranklab.features.batch import (
     LengthGroupedSampler,
     PointwiseCollator,
     TripletCollator,
     collator_for,
     length_sorted_batches,
-    pad_batch,
 )
-from reranklab.training.features import encode_id_pairs, encode_text_pairs
+from reranklab.features.featurize import encode_id_pairs
+from reranklab.features.tokenize import encode_text_pairs
+from reranklab.models.encoder import load_encoder, resolve_encoder, select_device
+from reranklab.models.registry import get_variant
+from reranklab.models.reranker import load_reranker
+from reranklab.models.tiny import SPECIAL_TOKENS, tiny_vocabulary
 from reranklab.training.trainer import linear_schedule, parameter_groups
 from tests.helpers_models import CORPUS, QUERIES, build_toy_bert
 
@@ -38,7 +38,7 @@ def tokenizer(toy_bert):
 
 def _features(tokenizer, pairs, max_length=32):
     encoded = encode_text_pairs(tokenizer, pairs, max_length, progress=False)
-    return pad_batch(encoded, range(len(pairs)), tokenizer.pad_token_id)
+    return encoded.pad(range(len(pairs)), tokenizer.pad_token_id)
 
 
 # --- encoders -------------------------------------------------------------------------------
@@ -78,7 +78,17 @@ def test_tiny_vocabulary_is_specials_then_sorted_words_then_characters():
 def test_tiny_bert_tokenizer_keeps_known_words_and_spells_out_unknown_ones(tokenizer):
     ids = tokenizer("Who wrote Hamlet", "zebra")["input_ids"]
     assert tokenizer.convert_ids_to_tokens(ids) == [
-        "[CLS]", "who", "wrote", "hamlet", "[SEP]", "z", "##e", "##b", "##r", "##a", "[SEP]",
+        "[CLS]",
+        "who",
+        "wrote",
+        "hamlet",
+        "[SEP]",
+        "z",
+        "##e",
+        "##b",
+        "##r",
+        "##a",
+        "[SEP]",
     ]
 
 
@@ -89,7 +99,9 @@ def test_tiny_bert_tokenizer_keeps_known_words_and_spells_out_unknown_ones(token
 def test_forward_shapes_and_scores(toy_bert, tokenizer, variant, outputs):
     torch.manual_seed(0)
     model = get_variant(variant).build(str(toy_bert), {}, 32).eval()
-    features = _features(tokenizer, [(QUERIES["q1"], CORPUS["p1"]), (QUERIES["q2"], CORPUS["p5"]), ("why", "")])
+    features = _features(
+        tokenizer, [(QUERIES["q1"], CORPUS["p1"]), (QUERIES["q2"], CORPUS["p5"]), ("why", "")]
+    )
     with torch.no_grad():
         logits = model(**features)
         scores = model.score(features)
@@ -107,15 +119,25 @@ def test_save_then_load_gives_identical_scores(toy_bert, tokenizer, tmp_path, va
     model = get_variant(variant).build(str(toy_bert), {}, 24)
     torch.nn.init.normal_(model.head.weight)  # a head that is not the initial one
     model.eval()
-    features = _features(tokenizer, [(QUERIES[q], CORPUS[p]) for q, p in [("q1", "p1"), ("q3", "p2"), ("q8", "p8")]])
+    features = _features(
+        tokenizer, [(QUERIES[q], CORPUS[p]) for q, p in [("q1", "p1"), ("q3", "p2"), ("q8", "p8")]]
+    )
     with torch.no_grad():
         before = model.score(features)
     model.save(tmp_path / "model")
-    assert {"config.json", "model.safetensors", "head.safetensors", "reranker.json", "tokenizer.json"} <= {
-        p.name for p in (tmp_path / "model").iterdir()
-    }
+    assert {
+        "config.json",
+        "model.safetensors",
+        "head.safetensors",
+        "reranker.json",
+        "tokenizer.json",
+    } <= {p.name for p in (tmp_path / "model").iterdir()}
     loaded = load_reranker(tmp_path / "model")
-    assert (loaded.variant, loaded.max_length, loaded.num_outputs) == (variant, 24, model.num_outputs)
+    assert (loaded.variant, loaded.max_length, loaded.num_outputs) == (
+        variant,
+        24,
+        model.num_outputs,
+    )
     assert not loaded.training
     with torch.no_grad():
         after = loaded.score(features)
@@ -141,7 +163,9 @@ def test_a_missing_or_misfit_head_names_its_file(toy_bert, tmp_path):
         load_reranker(tmp_path / "model")
     meta = tmp_path / "other" / "reranker.json"
     meta.write_text(meta.read_text().replace('"head"', '"hed"'))
-    with pytest.raises(FormatError, match=r"reranker\.json.*incomplete or invalid re-ranker description"):
+    with pytest.raises(
+        FormatError, match=r"reranker\.json.*incomplete or invalid re-ranker description"
+    ):
         load_reranker(tmp_path / "other")
 
 
@@ -149,26 +173,56 @@ def test_a_missing_or_misfit_head_names_its_file(toy_bert, tmp_path):
 
 
 def test_only_the_passage_is_truncated(tokenizer):
-    encoded = encode_text_pairs(tokenizer, [("who wrote hamlet", "hamlet was written by william shakespeare")], 8, progress=False)
-    assert tokenizer.convert_ids_to_tokens(encoded.ids(0)) == ["[CLS]", "who", "wrote", "hamlet", "[SEP]", "hamlet", "was", "[SEP]"]
+    encoded = encode_text_pairs(
+        tokenizer,
+        [("who wrote hamlet", "hamlet was written by william shakespeare")],
+        8,
+        progress=False,
+    )
+    assert tokenizer.convert_ids_to_tokens(encoded.ids(0)) == [
+        "[CLS]",
+        "who",
+        "wrote",
+        "hamlet",
+        "[SEP]",
+        "hamlet",
+        "was",
+        "[SEP]",
+    ]
     assert encoded.types(0) == [0] * 5 + [1] * 3
     assert encoded.query_truncated == 0 and encoded.at_max_length() == 1
 
 
 def test_a_query_longer_than_max_length_falls_back_to_longest_first(tokenizer):
-    pairs = [("how many legs does a spider have", "a spider has eight legs"), ("why", "bees make honey")]
+    pairs = [
+        ("how many legs does a spider have", "a spider has eight legs"),
+        ("why", "bees make honey"),
+    ]
     encoded = encode_text_pairs(tokenizer, pairs, 8, progress=False)
     assert encoded.query_truncated == 1
     assert list(encoded.lengths) == [8, 7]
     tokens = tokenizer.convert_ids_to_tokens(encoded.ids(0))
     assert tokens == ["[CLS]", "how", "many", "legs", "[SEP]", "a", "spider", "[SEP]"] or (
-        tokens[0] == "[CLS]" and tokens.count("[SEP]") == 2 and tokens[-1] == "[SEP]" and "a" in tokens
+        tokens[0] == "[CLS]"
+        and tokens.count("[SEP]") == 2
+        and tokens[-1] == "[SEP]"
+        and "a" in tokens
     )
-    assert tokenizer.convert_ids_to_tokens(encoded.ids(1)) == ["[CLS]", "why", "[SEP]", "bees", "make", "honey", "[SEP]"]
+    assert tokenizer.convert_ids_to_tokens(encoded.ids(1)) == [
+        "[CLS]",
+        "why",
+        "[SEP]",
+        "bees",
+        "make",
+        "honey",
+        "[SEP]",
+    ]
 
 
 def test_distinct_pairs_are_tokenised_once(tokenizer):
-    index = encode_id_pairs(tokenizer, [("q1", "p1"), ("q1", "p2"), ("q1", "p1")], QUERIES, CORPUS, 32, progress=False)
+    index = encode_id_pairs(
+        tokenizer, [("q1", "p1"), ("q1", "p2"), ("q1", "p1")], QUERIES, CORPUS, 32, progress=False
+    )
     assert len(index.encoded) == 2
     assert (index["q1", "p1"], index["q1", "p2"]) == (0, 1)
 
@@ -185,15 +239,22 @@ def test_pad_batch_pads_to_the_longest_pair_of_the_batch(tokenizer):
     index = _toy_index(tokenizer)
     lengths = index.encoded.lengths
     rows = [0, 2]
-    batch = pad_batch(index.encoded, rows, tokenizer.pad_token_id)
+    batch = index.encoded.pad(rows, tokenizer.pad_token_id)
     width = int(max(lengths[rows]))
     assert width < 32
-    assert batch["input_ids"].shape == batch["attention_mask"].shape == batch["token_type_ids"].shape == (2, width)
+    assert (
+        batch["input_ids"].shape
+        == batch["attention_mask"].shape
+        == batch["token_type_ids"].shape
+        == (2, width)
+    )
     assert batch["attention_mask"].sum(dim=1).tolist() == [int(lengths[0]), int(lengths[2])]
     short = int(np.argmin(lengths[rows]))
     assert batch["input_ids"][short, int(lengths[rows][short]) :].eq(tokenizer.pad_token_id).all()
     assert batch["input_ids"][0, : lengths[0]].tolist() == index.encoded.ids(0)
-    assert pad_batch(index.encoded, rows, 0, pad_to_multiple_of=8)["input_ids"].shape[1] == -(-width // 8) * 8
+    assert (
+        index.encoded.pad(rows, 0, pad_to_multiple_of=8)["input_ids"].shape[1] == -(-width // 8) * 8
+    )
 
 
 def test_pointwise_collator(tokenizer):
@@ -211,7 +272,12 @@ def test_pointwise_collator(tokenizer):
 def test_pointwise_collator_rejects_labels_other_than_0_and_1(tokenizer):
     index = _toy_index(tokenizer)
     with pytest.raises(FormatError, match="ex.parquet: row 1: label must be 0 or 1, got 2"):
-        PointwiseCollator.from_columns({"qid": ["q2", "q2"], "pid": ["p2", "p5"], "label": [1, 2]}, index, 0, source="ex.parquet")
+        PointwiseCollator.from_columns(
+            {"qid": ["q2", "q2"], "pid": ["p2", "p5"], "label": [1, 2]},
+            index,
+            0,
+            source="ex.parquet",
+        )
 
 
 def test_triplet_collator_pads_positives_and_negatives_separately(tokenizer):
@@ -223,7 +289,12 @@ def test_triplet_collator_pads_positives_and_negatives_separately(tokenizer):
     assert batch["positive"]["input_ids"].shape == (2, int(max(lengths[0], lengths[2])))
     assert batch["negative"]["input_ids"].shape == (2, int(max(lengths[1], lengths[3])))
     assert collate.lengths().tolist() == [max(lengths[0], lengths[1]), max(lengths[2], lengths[3])]
-    assert TripletCollator.pair_keys(columns) == [("q2", "p2"), ("q6", "p6"), ("q2", "p5"), ("q6", "p3")]
+    assert TripletCollator.pair_keys(columns) == [
+        ("q2", "p2"),
+        ("q6", "p6"),
+        ("q2", "p5"),
+        ("q6", "p3"),
+    ]
     assert collator_for("triplet") is TripletCollator
     with pytest.raises(ConfigError):
         collator_for("listwise")
@@ -241,6 +312,7 @@ def test_length_grouped_sampler_is_a_seeded_permutation():
     batches = sampler.batches(0)
     assert len(batches) == len(sampler) == 125
     assert max(lengths) in lengths[batches[0]]  # the longest example comes first
+
     # Grouping makes batches far denser than a plain shuffle.
     def padding(batches):
         return sum(len(b) * lengths[b].max() - lengths[b].sum() for b in batches)
@@ -289,4 +361,6 @@ def test_linear_warmup_then_linear_decay():
         rates.append(scheduler.get_last_lr()[0])
         optimizer.step()
         scheduler.step()
-    assert rates == pytest.approx([0.0, 0.5, 1.0, 0.75, 0.5, 0.25])  # as transformers' linear schedule
+    assert rates == pytest.approx(
+        [0.0, 0.5, 1.0, 0.75, 0.5, 0.25]
+    )  # as transformers' linear schedule

@@ -59,13 +59,27 @@ def cells(tmp_path):
     bm25 = _metrics(tmp_path, "wikiqa-bm25", dict(zip(QIDS, BM25_MRR, strict=True)))
     pointwise = _metrics(tmp_path, "wikiqa-pw", dict(zip(QIDS, RERANK_MRR, strict=True)))
     # A clearly better re-ranker: +0.3 to +0.5 on every query -> significant.
-    better = _metrics(tmp_path, "wikiqa-bl", {q: b + 0.3 + 0.05 * i for i, (q, b) in enumerate(zip(QIDS, BM25_MRR, strict=True))})
+    better = _metrics(
+        tmp_path,
+        "wikiqa-bl",
+        {q: b + 0.3 + 0.05 * i for i, (q, b) in enumerate(zip(QIDS, BM25_MRR, strict=True))},
+    )
     pool = _metrics(tmp_path, "other-pool", {"a": 0.5, "b": 0.5}, n_folds=1, n_excluded=0)
     same = _metrics(tmp_path, "other-pw", {"a": 0.5, "b": 0.5}, n_folds=1, n_excluded=0)
     # Given in grid order, first stages last: the report must put them first per dataset.
     return [
-        {"dataset": "wikiqa", "variant": "pointwise", "max_length": 256, "metrics_path": str(pointwise)},
-        {"dataset": "wikiqa", "variant": "bertlets", "max_length": 256, "metrics_path": str(better)},
+        {
+            "dataset": "wikiqa",
+            "variant": "pointwise",
+            "max_length": 256,
+            "metrics_path": str(pointwise),
+        },
+        {
+            "dataset": "wikiqa",
+            "variant": "bertlets",
+            "max_length": 256,
+            "metrics_path": str(better),
+        },
         {"dataset": "other", "variant": "pointwise", "max_length": 128, "metrics_path": str(same)},
         {"dataset": "wikiqa", "variant": "bm25", "max_length": None, "metrics_path": str(bm25)},
         {"dataset": "other", "variant": "pool", "max_length": None, "metrics_path": str(pool)},
@@ -94,7 +108,16 @@ def test_rows_order_columns_and_p_values(tmp_path, cells):
     with open(out_csv, newline="", encoding="utf-8") as handle:
         table = list(csv.DictReader(handle))
     header = list(table[0])
-    assert header[:8] == ["dataset", "variant", "max_length", "P@1", "MAP", "MRR", "MRR@10", "nDCG@10"]
+    assert header[:8] == [
+        "dataset",
+        "variant",
+        "max_length",
+        "P@1",
+        "MAP",
+        "MRR",
+        "MRR@10",
+        "nDCG@10",
+    ]
     assert header[-3:] == ["n_queries", "n_excluded", "n_folds"]
     assert {f"{m}_{s}" for m in NAMES for s in ("mean", "std", "p")} <= set(header)
     assert [r["variant"] for r in table] == ["bm25", "pointwise", "bertlets", "pool", "pointwise"]
@@ -107,7 +130,11 @@ def test_rows_order_columns_and_p_values(tmp_path, cells):
     assert float(pointwise["MRR_p"]) == pytest.approx(0.0796050, abs=1e-6)
     assert float(bertlets["MAP_p"]) < 0.05
     assert float(other["MRR_p"]) == 1.0  # identical per-query values
-    assert (pointwise["n_queries"], pointwise["n_excluded"], pointwise["n_folds"]) == ("4", "1", "2")
+    assert (pointwise["n_queries"], pointwise["n_excluded"], pointwise["n_folds"]) == (
+        "4",
+        "1",
+        "2",
+    )
 
 
 def test_markdown_marks_and_explains(tmp_path, cells):
@@ -146,14 +173,18 @@ def test_json_for_people_and_dvc(tmp_path, cells):
     assert document["rows"][1]["MRR_p"] == pytest.approx(0.0796050, abs=1e-6)
     assert document["rows"][1]["baseline"] == "wikiqa/bm25"
     # Flat entries: dvc metrics show displays scalars and dicts (it skips the lists).
-    assert document["wikiqa/pointwise/L256"] == pytest.approx({m: sum(RERANK_MRR) / 4 for m in NAMES})
+    assert document["wikiqa/pointwise/L256"] == pytest.approx(
+        {m: sum(RERANK_MRR) / 4 for m in NAMES}
+    )
     scalar_or_dict = {k for k, v in document.items() if not isinstance(v, list)}
     assert scalar_or_dict == {"title"} | {r["key"] for r in document["rows"]}
 
 
 def test_bad_cells_are_errors(tmp_path, cells):
     with pytest.raises(ValueError, match="cells listed twice: wikiqa/bm25"):
-        summarize(cells + cells[3:4], tmp_path / "s.csv", tmp_path / "s.md", tmp_path / "s.json", "t")
+        summarize(
+            cells + cells[3:4], tmp_path / "s.csv", tmp_path / "s.md", tmp_path / "s.json", "t"
+        )
     write_json(tmp_path / "fold.json", {"aggregate": {"MAP": 0.5}})
     wrong = [{**cells[0], "metrics_path": str(tmp_path / "fold.json")}]
     with pytest.raises(FormatError, match="fold.json: not a cell metrics file"):

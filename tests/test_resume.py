@@ -91,7 +91,9 @@ def test_checkpoints_restore_everything_and_prune(tmp_path):
     assert [p.name for p in list_checkpoints(tmp_path / "ck")] == ["step-00000004", "step-00000006"]
     expected_weights = {k: v.clone() for k, v in state.model.state_dict().items()}
     expected_next = torch.rand(3)
-    ckpt.finished(state, tmp_path / "model")  # releases the lock; keeps the files (delete_when_done False)
+    ckpt.finished(
+        state, tmp_path / "model"
+    )  # releases the lock; keeps the files (delete_when_done False)
 
     resumed = _state(seed=123)
     torch.manual_seed(999)  # the restored RNG state must win over whatever came before
@@ -99,14 +101,19 @@ def test_checkpoints_restore_everything_and_prune(tmp_path):
     assert (resumed.global_step, resumed.epoch, resumed.step_in_epoch) == (6, 0, 6)
     assert resumed.losses == state.losses
     assert all(torch.equal(resumed.model.state_dict()[k], v) for k, v in expected_weights.items())
-    assert resumed.scheduler.last_epoch == 6 and resumed.optimizer.param_groups[0]["lr"] == state.optimizer.param_groups[0]["lr"]
+    assert (
+        resumed.scheduler.last_epoch == 6
+        and resumed.optimizer.param_groups[0]["lr"] == state.optimizer.param_groups[0]["lr"]
+    )
     assert torch.equal(torch.rand(3), expected_next)
     # Continuing both gives identical weights: optimiser moments and dropout RNG came back too.
     rng = torch.get_rng_state()  # one global generator: give both the same draws
     _step(state)
     torch.set_rng_state(rng)
     _step(resumed)
-    assert all(torch.equal(resumed.model.state_dict()[k], v) for k, v in state.model.state_dict().items())
+    assert all(
+        torch.equal(resumed.model.state_dict()[k], v) for k, v in state.model.state_dict().items()
+    )
 
 
 def test_a_corrupt_or_partial_checkpoint_falls_back_to_the_previous_one(tmp_path, caplog):
@@ -119,7 +126,9 @@ def test_a_corrupt_or_partial_checkpoint_falls_back_to_the_previous_one(tmp_path
     newest = tmp_path / "step-00000006"
     with open(newest / STATE_FILE, "r+b") as handle:  # a torn write: the tail is missing
         handle.truncate(os.path.getsize(newest / STATE_FILE) // 2)
-    partial = tmp_path / "step-00000008"  # renamed into place but no manifest (cannot happen, still handled)
+    partial = (
+        tmp_path / "step-00000008"
+    )  # renamed into place but no manifest (cannot happen, still handled)
     partial.mkdir()
     (partial / STATE_FILE).write_bytes(b"junk")
     (tmp_path / ".step-00000010.abc.tmp").mkdir()  # a temporary directory of a killed writer
@@ -132,7 +141,10 @@ def test_a_corrupt_or_partial_checkpoint_falls_back_to_the_previous_one(tmp_path
     assert ckpt.resumed_from == 4 and resumed.global_step == 4
     assert "skipping checkpoint" in caplog.text
     # The bad ones and the temporary leftovers are cleared; the good one stays.
-    assert sorted(p.name for p in tmp_path.iterdir() if p.name != ".lock") == ["step-00000002", "step-00000004"]
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name != ".lock") == [
+        "step-00000002",
+        "step-00000004",
+    ]
 
 
 def test_checkpoints_of_other_settings_are_never_resumed(tmp_path):
@@ -162,8 +174,13 @@ def test_fingerprint_covers_settings_and_inputs_not_operational_keys(tmp_path):
     examples.write_bytes(b"a")
     cell = {"seed": 1, "training": {"epochs": 2, "checkpoint_every": 5, "keep_checkpoints": 2}}
     base = fingerprint(cell, [examples])
-    assert base == fingerprint({**cell, "training": {"epochs": 2, "checkpoint_every": 50, "keep_checkpoints": 9}}, [examples])
-    assert base != fingerprint({**cell, "training": {"epochs": 3, "checkpoint_every": 5}}, [examples])
+    assert base == fingerprint(
+        {**cell, "training": {"epochs": 2, "checkpoint_every": 50, "keep_checkpoints": 9}},
+        [examples],
+    )
+    assert base != fingerprint(
+        {**cell, "training": {"epochs": 3, "checkpoint_every": 5}}, [examples]
+    )
     examples.write_bytes(b"b")
     assert base != fingerprint(cell, [examples])
 
@@ -181,15 +198,28 @@ def test_the_fingerprint_covers_the_encoders_files_by_content(tmp_path, monkeypa
     from huggingface_hub import constants
 
     local = tmp_path / "bert"
-    for name, data in (("config.json", b"{}"), ("model.safetensors", b"w1"), ("vocab.txt", b"a"), ("README.md", b"x")):
+    for name, data in (
+        ("config.json", b"{}"),
+        ("model.safetensors", b"w1"),
+        ("vocab.txt", b"a"),
+        ("README.md", b"x"),
+    ):
         (local / name).parent.mkdir(parents=True, exist_ok=True)
         (local / name).write_bytes(data)
     parts = fingerprint_parts({"training": {"encoder": str(local)}})
-    assert sorted(parts) == ["encoder config.json", "encoder model.safetensors", "encoder vocab.txt", "settings"]
+    assert sorted(parts) == [
+        "encoder config.json",
+        "encoder model.safetensors",
+        "encoder vocab.txt",
+        "settings",
+    ]
     (local / "README.md").write_text("docs")  # not read by the model: no change
     assert fingerprint_parts({"training": {"encoder": str(local)}}) == parts
     (local / "vocab.txt").write_text("b")  # the tokenizer is
-    assert fingerprint_parts({"training": {"encoder": str(local)}})["encoder vocab.txt"] != parts["encoder vocab.txt"]
+    assert (
+        fingerprint_parts({"training": {"encoder": str(local)}})["encoder vocab.txt"]
+        != parts["encoder vocab.txt"]
+    )
 
     # A hub id: the files of its snapshot in the local cache (offline), as transformers loads them.
     cache = tmp_path / "hub"
@@ -241,7 +271,10 @@ def test_a_failed_state_write_reports_the_systems_reason():
 @pytest.fixture(autouse=True)
 def _restore_determinism():
     # train_model(deterministic=True) switches torch globally; leave other tests as they were.
-    enabled, cublas = torch.are_deterministic_algorithms_enabled(), os.environ.get("CUBLAS_WORKSPACE_CONFIG")
+    enabled, cublas = (
+        torch.are_deterministic_algorithms_enabled(),
+        os.environ.get("CUBLAS_WORKSPACE_CONFIG"),
+    )
     yield
     torch.use_deterministic_algorithms(enabled)
     if cublas is None:
@@ -257,16 +290,34 @@ def toy(tmp_path_factory):
     bert = build_toy_bert(work / "bert")
     examples = write_examples(work / "examples.parquet", "pointwise")
     (work / "queries.tsv").write_text("".join(f"{q}\t{t}\n" for q, t in QUERIES.items()))
-    pd.DataFrame({"pid": list(CORPUS), "text": list(CORPUS.values())}).to_parquet(work / "corpus.parquet", index=False)
+    pd.DataFrame({"pid": list(CORPUS), "text": list(CORPUS.values())}).to_parquet(
+        work / "corpus.parquet", index=False
+    )
     enabled = torch.are_deterministic_algorithms_enabled()
-    stats = train_model(toy_cell("pointwise", bert, **RESUME), examples, QUERIES, CORPUS, work / "reference", threads=1, progress=False)
+    stats = train_model(
+        toy_cell("pointwise", bert, **RESUME),
+        examples,
+        QUERIES,
+        CORPUS,
+        work / "reference",
+        threads=1,
+        progress=False,
+    )
     torch.use_deterministic_algorithms(enabled)
-    return {"work": work, "bert": bert, "examples": examples, "reference": work / "reference", "stats": stats,
-            "run": _run_file(work / "reference", work / "reference.run")}
+    return {
+        "work": work,
+        "bert": bert,
+        "examples": examples,
+        "reference": work / "reference",
+        "stats": stats,
+        "run": _run_file(work / "reference", work / "reference.run"),
+    }
 
 
 def _run_file(model_dir: Path, path: Path) -> bytes:
-    run = rerank(model_dir, candidates(), QIDS, QUERIES, CORPUS, batch_size=8, device="cpu", progress=False)
+    run = rerank(
+        model_dir, candidates(), QIDS, QUERIES, CORPUS, batch_size=8, device="cpu", progress=False
+    )
     write_run(path, run, tag="toy")
     return path.read_bytes()
 
@@ -277,21 +328,36 @@ def _env() -> dict[str, str]:
     return env
 
 
-def _kill_after_first_checkpoint(command: list[str], checkpoints: Path, log: Path, cwd: Path | None = None) -> list[int]:
+def _kill_after_first_checkpoint(
+    command: list[str], checkpoints: Path, log: Path, cwd: Path | None = None
+) -> list[int]:
     """Start ``command``, SIGKILL its whole process group once a checkpoint is complete; the
     steps of the checkpoints it left."""
     with open(log, "w") as handle:
-        process = subprocess.Popen(command, cwd=cwd, env=_env(), stdout=handle, stderr=subprocess.STDOUT, start_new_session=True)
+        process = subprocess.Popen(
+            command,
+            cwd=cwd,
+            env=_env(),
+            stdout=handle,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     try:
         deadline = time.monotonic() + WAIT_S
         while not any((p / MANIFEST_FILE).is_file() for p in list_checkpoints(checkpoints)):
             if process.poll() is not None:
-                raise AssertionError(f"{command[0]} ended (status {process.returncode}) before a checkpoint: {log.read_text()[-2000:]}")
+                raise AssertionError(
+                    f"{command[0]} ended (status {process.returncode}) before a checkpoint: {log.read_text()[-2000:]}"
+                )
             if time.monotonic() > deadline:
                 raise AssertionError(f"no checkpoint in {checkpoints} within {WAIT_S} s")
             time.sleep(0.005)
         os.killpg(process.pid, signal.SIGSTOP)  # freeze it at once, then look, then kill
-        steps = [read_manifest(p)["global_step"] for p in list_checkpoints(checkpoints) if (p / MANIFEST_FILE).is_file()]
+        steps = [
+            read_manifest(p)["global_step"]
+            for p in list_checkpoints(checkpoints)
+            if (p / MANIFEST_FILE).is_file()
+        ]
         os.killpg(process.pid, signal.SIGKILL)
     finally:
         with contextlib.suppress(ProcessLookupError):
@@ -301,7 +367,9 @@ def _kill_after_first_checkpoint(command: list[str], checkpoints: Path, log: Pat
     return steps
 
 
-def _check_resumed(toy, model_dir: Path, steps: list[int], log_text: str, checkpoints: Path, tmp_path: Path) -> None:
+def _check_resumed(
+    toy, model_dir: Path, steps: list[int], log_text: str, checkpoints: Path, tmp_path: Path
+) -> None:
     total = toy["stats"]["steps"]
     assert steps and 0 < max(steps) < total, steps
     stats = json.loads((model_dir / "train_stats.json").read_text())
@@ -310,17 +378,34 @@ def _check_resumed(toy, model_dir: Path, steps: list[int], log_text: str, checkp
     assert not checkpoints.exists(), "checkpoints are deleted once the model is saved"
     # Byte-identical: the re-ranked run of the resumed model and of the uninterrupted one.
     assert _run_file(model_dir, tmp_path / "resumed.run") == toy["run"]
-    assert stats["epoch_losses"] == toy["stats"]["epoch_losses"] and stats["loss_curve"] == toy["stats"]["loss_curve"]
+    assert (
+        stats["epoch_losses"] == toy["stats"]["epoch_losses"]
+        and stats["loss_curve"] == toy["stats"]["loss_curve"]
+    )
 
 
 def test_sigkilled_training_resumes_to_the_same_model(toy, tmp_path):
     work = toy["work"]
     out, checkpoints = tmp_path / "model", tmp_path / "checkpoints"
     command = [
-        "reranklab", "train", "--examples", str(toy["examples"]), "--queries", str(work / "queries.tsv"),
-        "--corpus", str(work / "corpus.parquet"), "--out-dir", str(out), "--threads", "1",
-        "--checkpoint-dir", str(checkpoints), "--checkpoint-every", "5",
-        "--params", json.dumps(toy_cell("pointwise", toy["bert"], **RESUME)),
+        "reranklab",
+        "train",
+        "--examples",
+        str(toy["examples"]),
+        "--queries",
+        str(work / "queries.tsv"),
+        "--corpus",
+        str(work / "corpus.parquet"),
+        "--out-dir",
+        str(out),
+        "--threads",
+        "1",
+        "--checkpoint-dir",
+        str(checkpoints),
+        "--checkpoint-every",
+        "5",
+        "--params",
+        json.dumps(toy_cell("pointwise", toy["bert"], **RESUME)),
     ]
     steps = _kill_after_first_checkpoint(command, checkpoints, tmp_path / "killed.log")
     assert not out.exists(), "the job was killed before saving its model"
@@ -338,24 +423,54 @@ def test_snakemake_unlock_and_rerun_incomplete_resume_the_killed_job(toy, repo, 
     for name in ("Snakefile", "params.yaml", "workflow", "envs"):
         (shutil.copytree if (repo / name).is_dir() else shutil.copy)(repo / name, tmp_path / name)
     # The train rule's inputs, as the prepare and sample steps leave them.
-    for source, target in ((toy["examples"], "samples/sample/fold0/pointwise.parquet"), (toy["work"] / "queries.tsv", "data/sample/queries.tsv"),
-                           (toy["work"] / "corpus.parquet", "data/sample/corpus.parquet")):
+    for source, target in (
+        (toy["examples"], "samples/sample/fold0/pointwise.parquet"),
+        (toy["work"] / "queries.tsv", "data/sample/queries.tsv"),
+        (toy["work"] / "corpus.parquet", "data/sample/corpus.parquet"),
+    ):
         (tmp_path / "results" / target).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(source, tmp_path / "results" / target)
-    training = {k: v for k, v in toy_cell("pointwise", toy["bert"], **RESUME)["training"].items() if k in ("encoder", "device", "batch_size", *RESUME)}
-    config = {"study": "resume", "seed": 1, "datasets": ["sample"], "grid": {"variant": ["pointwise"], "max_length": [32]},
-              "training": {**training, "checkpoint_every": 5}}
+    training = {
+        k: v
+        for k, v in toy_cell("pointwise", toy["bert"], **RESUME)["training"].items()
+        if k in ("encoder", "device", "batch_size", *RESUME)
+    }
+    config = {
+        "study": "resume",
+        "seed": 1,
+        "datasets": ["sample"],
+        "grid": {"variant": ["pointwise"], "max_length": [32]},
+        "training": {**training, "checkpoint_every": 5},
+    }
     (tmp_path / "test.yaml").write_text(json.dumps(config))
     target = "results/models/sample/pointwise-L32/fold0"
-    options = ["--cores", "1", "--configfile", "test.yaml", "--allowed-rules", "train"]  # the inputs are there
+    options = [
+        "--cores",
+        "1",
+        "--configfile",
+        "test.yaml",
+        "--allowed-rules",
+        "train",
+    ]  # the inputs are there
     checkpoints = tmp_path / "results/checkpoints/sample/pointwise-L32/fold0"
 
-    steps = _kill_after_first_checkpoint(["snakemake", target, *options], checkpoints, tmp_path / "killed.log", cwd=tmp_path)
+    steps = _kill_after_first_checkpoint(
+        ["snakemake", target, *options], checkpoints, tmp_path / "killed.log", cwd=tmp_path
+    )
     assert not (tmp_path / target).exists() or not (tmp_path / target / "train_stats.json").exists()
-    assert checkpoints.is_dir(), "the checkpoints survive Snakemake's clean-up of the incomplete job"
+    assert checkpoints.is_dir(), (
+        "the checkpoints survive Snakemake's clean-up of the incomplete job"
+    )
 
     for args in (["--unlock"], [target, "--rerun-incomplete"]):
-        result = subprocess.run(["snakemake", *args, *options], cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=WAIT_S)
+        result = subprocess.run(
+            ["snakemake", *args, *options],
+            cwd=tmp_path,
+            env=_env(),
+            capture_output=True,
+            text=True,
+            timeout=WAIT_S,
+        )
         assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
     log_text = (tmp_path / "results/logs/train/sample/pointwise-L32/fold0.log").read_text()
     _check_resumed(toy, tmp_path / target, steps, log_text, checkpoints, tmp_path)
@@ -367,7 +482,11 @@ def test_snakemake_unlock_and_rerun_incomplete_resume_the_killed_job(toy, repo, 
 def _toy_job(tmp_path: Path, bert: Path, every: int = 5) -> tuple[dict, Path, Path]:
     """A short deterministic job (2 epochs of 8 steps) and its examples and checkpoint dir."""
     cell = toy_cell("pointwise", bert, epochs=2, learning_rate=3e-3, deterministic=True, threads=1)
-    return cell, write_examples(tmp_path / "examples.parquet", "pointwise"), tmp_path / "checkpoints"
+    return (
+        cell,
+        write_examples(tmp_path / "examples.parquet", "pointwise"),
+        tmp_path / "checkpoints",
+    )
 
 
 def _weights(model_dir: Path) -> dict[str, bytes]:
@@ -380,8 +499,12 @@ def test_an_encoder_changed_in_place_starts_the_job_over(tmp_path, caplog):
     cell, examples, checkpoints = _toy_job(tmp_path, bert)
 
     def job(out: Path) -> tuple[dict, FileCheckpointer]:
-        ckpt = checkpointer_for(cell, checkpoints, [examples], every=5, keep=2, delete_when_done=False)
-        return train_model(cell, examples, QUERIES, CORPUS, out, checkpointer=ckpt, progress=False), ckpt
+        ckpt = checkpointer_for(
+            cell, checkpoints, [examples], every=5, keep=2, delete_when_done=False
+        )
+        return train_model(
+            cell, examples, QUERIES, CORPUS, out, checkpointer=ckpt, progress=False
+        ), ckpt
 
     job(tmp_path / "old")  # leaves its checkpoints (steps 10 and 15 of 16), as a killed job would
     assert [read_manifest(p)["global_step"] for p in list_checkpoints(checkpoints)] == [10, 15]
@@ -402,7 +525,9 @@ def test_an_encoder_changed_in_place_starts_the_job_over(tmp_path, caplog):
     assert _weights(tmp_path / "new") == _weights(reference) != _weights(tmp_path / "old")
 
 
-def test_a_checkpoint_that_cannot_be_written_is_skipped_and_training_goes_on(tmp_path, toy, monkeypatch, caplog):
+def test_a_checkpoint_that_cannot_be_written_is_skipped_and_training_goes_on(
+    tmp_path, toy, monkeypatch, caplog
+):
     cell, examples, checkpoints = _toy_job(tmp_path, toy["bert"])
     real_write = checkpoint.write_state
 
@@ -414,20 +539,34 @@ def test_a_checkpoint_that_cannot_be_written_is_skipped_and_training_goes_on(tmp
 
     monkeypatch.setattr(checkpoint, "write_state", disk_full_at_step_10)
     ckpt = checkpointer_for(cell, checkpoints, [examples], every=5, keep=2, delete_when_done=False)
-    stats = train_model(cell, examples, QUERIES, CORPUS, tmp_path / "model", checkpointer=ckpt, progress=False)
+    stats = train_model(
+        cell, examples, QUERIES, CORPUS, tmp_path / "model", checkpointer=ckpt, progress=False
+    )
 
     assert stats["steps"] == 16 and (tmp_path / "model" / "train_stats.json").is_file()
     assert (ckpt.written, ckpt.failed) == ([5, 8, 15], [10])
-    assert "checkpoint at step 10 NOT written" in caplog.text and "No space left on device [ENOSPC]" in caplog.text
+    assert (
+        "checkpoint at step 10 NOT written" in caplog.text
+        and "No space left on device [ENOSPC]" in caplog.text
+    )
     assert "the previous checkpoint step-00000008 is kept and training goes on" in caplog.text
     # No torn checkpoint nor temporary directory is left; the one before the failure is intact.
-    assert sorted(p.name for p in checkpoints.iterdir()) == [".lock", "digests.json", "step-00000008", "step-00000015"]
+    assert sorted(p.name for p in checkpoints.iterdir()) == [
+        ".lock",
+        "digests.json",
+        "step-00000008",
+        "step-00000015",
+    ]
     assert read_manifest(checkpoints / "step-00000008")["global_step"] == 8
-    payload = torch.load(checkpoints / "step-00000008" / STATE_FILE, map_location="cpu", weights_only=True)
+    payload = torch.load(
+        checkpoints / "step-00000008" / STATE_FILE, map_location="cpu", weights_only=True
+    )
     assert payload["position"]["global_step"] == 8
 
 
-def test_a_model_that_cannot_be_written_stops_with_a_clear_error(tmp_path, toy, monkeypatch, capsys):
+def test_a_model_that_cannot_be_written_stops_with_a_clear_error(
+    tmp_path, toy, monkeypatch, capsys
+):
     from reranklab import cli
     from reranklab.models import saved
 
@@ -438,15 +577,34 @@ def test_a_model_that_cannot_be_written_stops_with_a_clear_error(tmp_path, toy, 
     monkeypatch.setenv("RERANKLAB_GPU_BINDING", "0")
     cell, examples, checkpoints = _toy_job(tmp_path, toy["bert"])
     out = tmp_path / "model"
-    code = cli.main([
-        "train", "--examples", str(examples), "--queries", str(toy["work"] / "queries.tsv"),
-        "--corpus", str(toy["work"] / "corpus.parquet"), "--out-dir", str(out), "--threads", "1",
-        "--checkpoint-dir", str(checkpoints), "--checkpoint-every", "5", "--params", json.dumps(cell),
-    ])
+    code = cli.main(
+        [
+            "train",
+            "--examples",
+            str(examples),
+            "--queries",
+            str(toy["work"] / "queries.tsv"),
+            "--corpus",
+            str(toy["work"] / "corpus.parquet"),
+            "--out-dir",
+            str(out),
+            "--threads",
+            "1",
+            "--checkpoint-dir",
+            str(checkpoints),
+            "--checkpoint-every",
+            "5",
+            "--params",
+            json.dumps(cell),
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 2
     assert f"cannot write the trained model to {out}: No space left on device" in err
     assert "Traceback" not in err
-    assert not out.exists() and [p.name for p in out.parent.iterdir() if p.name.startswith(".model")] == []
+    assert (
+        not out.exists()
+        and [p.name for p in out.parent.iterdir() if p.name.startswith(".model")] == []
+    )
     # The checkpoints stay for the next run to resume from.
     assert [read_manifest(p)["global_step"] for p in list_checkpoints(checkpoints)] == [10, 15]

@@ -26,7 +26,9 @@ def index(tmp_path):
 
 def test_bm25_ranks_by_term_matches_with_stemming(index):
     backend, path = index
-    run = backend.search(path, {"q1": "baked breads", "q2": "cyclists tyres", "q3": "quantum"}, depth=3)
+    run = backend.search(
+        path, {"q1": "baked breads", "q2": "cyclists tyres", "q3": "quantum"}, depth=3
+    )
     # "baked"/"breads" stem to bake/bread: p2 has bread x2 + bake x2, p1 bread + bake once.
     assert [pid for pid, _ in sorted(run["q1"].items(), key=lambda x: -x[1])] == ["p2", "p1"]
     # "cyclists" stems to "cyclist", not "cycl": only "tyres" matches (p4).

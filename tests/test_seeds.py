@@ -23,7 +23,11 @@ from tests.conftest import tool_env
 QRELS = {"q1": {"a": 1}, "q2": {"b": 1}, "q3": {"c": 1}, "q4": {"d": 1}}
 FOLDS = [["q1", "q2"], ["q3", "q4"]]
 # Rank of each query's relevant passage, per seed (MRR 0.75, 0.625, 1.0).
-RANKS = {1: {"q1": 1, "q2": 2, "q3": 1, "q4": 2}, 2: {"q1": 2, "q2": 1, "q3": 2, "q4": 2}, 3: {"q1": 1, "q2": 1, "q3": 1, "q4": 1}}
+RANKS = {
+    1: {"q1": 1, "q2": 2, "q3": 1, "q4": 2},
+    2: {"q1": 2, "q2": 1, "q3": 2, "q4": 2},
+    3: {"q1": 1, "q2": 1, "q3": 1, "q4": 1},
+}
 BM25_RANKS = {"q1": 2, "q2": 2, "q3": 3, "q4": 2}
 
 
@@ -101,28 +105,44 @@ def test_summary_reports_mean_and_std_over_seeds(tmp_path):
     aggregate_seeds(seeds, [1, 2, 3], tmp_path / "pointwise.json")
     cells = [
         {"dataset": "toy", "variant": "bm25", "max_length": None, "metrics_path": str(bm25)},
-        {"dataset": "toy", "variant": "pointwise", "max_length": 64, "metrics_path": str(tmp_path / "pointwise.json")},
+        {
+            "dataset": "toy",
+            "variant": "pointwise",
+            "max_length": 64,
+            "metrics_path": str(tmp_path / "pointwise.json"),
+        },
     ]
     rows = summarize(cells, tmp_path / "s.csv", tmp_path / "s.md", tmp_path / "s.json", "seeds")
     mrr = rows[1]
     assert (mrr["n_seeds"], rows[0]["n_seeds"]) == (3, 1)
-    assert mrr["MRR"] == pytest.approx(2.375 / 3) and mrr["MRR_seed_std"] == pytest.approx(0.190941, abs=1e-6)
+    assert mrr["MRR"] == pytest.approx(2.375 / 3) and mrr["MRR_seed_std"] == pytest.approx(
+        0.190941, abs=1e-6
+    )
     # The t-test pairs each query's mean over seeds with BM25 (RR 1/2, 1/2, 1/3, 1/2).
     seed_means = [(1 + 0.5 + 1) / 3, (0.5 + 1 + 1) / 3, (1 + 0.5 + 1) / 3, (0.5 + 0.5 + 1) / 3]
     assert mrr["MRR_p"] == pytest.approx(paired_p_value(seed_means, [0.5, 0.5, 1 / 3, 0.5]))
     markdown = (tmp_path / "s.md").read_text()
-    assert re.search(r"\| toy \| pointwise \| 64 \| .*0\.792†? ± 0\.191 .*\| 4 \| 0 \| 2 \| 3 \|", markdown), markdown
+    assert re.search(
+        r"\| toy \| pointwise \| 64 \| .*0\.792†? ± 0\.191 .*\| 4 \| 0 \| 2 \| 3 \|", markdown
+    ), markdown
     assert "| folds | seeds |" in markdown and "mean over seeds" in markdown
     with open(tmp_path / "s.csv") as handle:
         table = list(csv.DictReader(handle))
-    assert table[1]["n_seeds"] == "3" and float(table[1]["MRR_seed_std"]) == pytest.approx(0.190941, abs=1e-6)
+    assert table[1]["n_seeds"] == "3" and float(table[1]["MRR_seed_std"]) == pytest.approx(
+        0.190941, abs=1e-6
+    )
     assert table[0]["MRR_seed_std"] == ""
 
 
 def test_single_seed_summary_is_unchanged(tmp_path):
     bm25 = _cell_metrics(tmp_path, "bm25", BM25_RANKS)[0]
-    summarize([{"dataset": "toy", "variant": "bm25", "max_length": None, "metrics_path": str(bm25)}],
-              tmp_path / "s.csv", tmp_path / "s.md", tmp_path / "s.json", "one")
+    summarize(
+        [{"dataset": "toy", "variant": "bm25", "max_length": None, "metrics_path": str(bm25)}],
+        tmp_path / "s.csv",
+        tmp_path / "s.md",
+        tmp_path / "s.json",
+        "one",
+    )
     assert "seed" not in (tmp_path / "s.csv").read_text().splitlines()[0]
     assert "seeds" not in (tmp_path / "s.md").read_text()
 
@@ -135,8 +155,15 @@ def test_mlflow_nests_folds_under_seeds_under_the_cell(tmp_path):
     from reranklab.tracking.seeds import track_seeds
 
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    cell = {"study": "unit", "seed": 42, "seeds": [1, 2], "dataset": "toy", "variant": "pointwise", "max_length": 64,
-            "training": {"epochs": 1}}
+    cell = {
+        "study": "unit",
+        "seed": 42,
+        "seeds": [1, 2],
+        "dataset": "toy",
+        "variant": "pointwise",
+        "max_length": 64,
+        "training": {"epochs": 1},
+    }
     tracked, metrics = [], []
     for seed in (1, 2):
         path, folds = _cell_metrics(tmp_path, f"seed{seed}", RANKS[seed])
@@ -145,7 +172,9 @@ def test_mlflow_nests_folds_under_seeds_under_the_cell(tmp_path):
         tracked.append(out)
         metrics.append(path)
     aggregate_seeds(metrics, [1, 2], tmp_path / "cell.json")
-    result = track_seeds(cell, tracked, tmp_path / "cell.json", uri, "unit", tmp_path / "mlflow.json")
+    result = track_seeds(
+        cell, tracked, tmp_path / "cell.json", uri, "unit", tmp_path / "mlflow.json"
+    )
 
     client = MlflowClient(tracking_uri=uri)
     parent = client.get_run(result["parent_run_id"])
@@ -158,31 +187,85 @@ def test_mlflow_nests_folds_under_seeds_under_the_cell(tmp_path):
         assert seed_run.info.run_name == f"toy/pointwise/L64/seed{seed}"
         assert seed_run.data.tags["mlflow.parentRunId"] == parent.info.run_id
         assert seed_run.data.tags["reranklab.seed"] == str(seed)
-        children = client.search_runs([parent.info.experiment_id], filter_string=f"tags.mlflow.parentRunId = '{seed_run.info.run_id}'")
+        children = client.search_runs(
+            [parent.info.experiment_id],
+            filter_string=f"tags.mlflow.parentRunId = '{seed_run.info.run_id}'",
+        )
         assert sorted(run.info.run_name for run in children) == ["fold0", "fold1"]
     # Tracking the cell again replaces its cell run; the seeds stay nested under the new one.
-    again = track_seeds(cell, tracked, tmp_path / "cell.json", uri, "unit", tmp_path / "mlflow.json")
+    again = track_seeds(
+        cell, tracked, tmp_path / "cell.json", uri, "unit", tmp_path / "mlflow.json"
+    )
     assert again["replaced_run_ids"] == [parent.info.run_id]
-    assert client.get_run(result["seed_run_ids"]["seed1"]).data.tags["mlflow.parentRunId"] == again["parent_run_id"]
+    assert (
+        client.get_run(result["seed_run_ids"]["seed1"]).data.tags["mlflow.parentRunId"]
+        == again["parent_run_id"]
+    )
 
 
 def test_the_dag_gets_a_seed_level(repo, tmp_path):
     for name in ("Snakefile", "params.yaml", "workflow", "envs"):
         (shutil.copytree if (repo / name).is_dir() else shutil.copy)(repo / name, tmp_path / name)
-    config = {"study": "s", "datasets": ["sample"], "seeds": [1, 2, 3], "grid": {"variant": ["pointwise"], "max_length": [64]},
-              "protocol": {"sample": {"folds": 2}}, "training": {"encoder": "unused", "epochs": 1}}
+    config = {
+        "study": "s",
+        "datasets": ["sample"],
+        "seeds": [1, 2, 3],
+        "grid": {"variant": ["pointwise"], "max_length": [64]},
+        "protocol": {"sample": {"folds": 2}},
+        "training": {"encoder": "unused", "epochs": 1},
+    }
     (tmp_path / "seeds.yaml").write_text(json.dumps(config))
-    command = ["snakemake", "--dry-run", "--cores", "2", "--resources", "gpu=1", "--configfile", "seeds.yaml"]
-    result = subprocess.run(command, cwd=tmp_path, env=tool_env(), capture_output=True, text=True, timeout=300)
+    command = [
+        "snakemake",
+        "--dry-run",
+        "--cores",
+        "2",
+        "--resources",
+        "gpu=1",
+        "--configfile",
+        "seeds.yaml",
+    ]
+    result = subprocess.run(
+        command, cwd=tmp_path, env=tool_env(), capture_output=True, text=True, timeout=300
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     output = result.stdout + result.stderr
-    counts = {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", output.split("Job stats:")[-1], re.M)}
-    # 3 seeds x 2 folds of sampling, training, re-ranking; one fold aggregate per seed (+ BM25's).
-    assert {k: counts[k] for k in ("sample", "train", "rerank", "evaluate", "aggregate", "track", "aggregate_seeds", "track_seeds", "split")} == {
-        "sample": 6, "train": 6, "rerank": 6, "evaluate": 8, "aggregate": 4, "track": 4, "aggregate_seeds": 1, "track_seeds": 1, "split": 1,
+    counts = {
+        m.group(1): int(m.group(2))
+        for m in re.finditer(r"^(\w+)\s+(\d+)$", output.split("Job stats:")[-1], re.M)
     }
-    for path in ("results/samples/sample/seed2/fold1/pointwise.parquet", "results/models/sample/pointwise-L64/seed3/fold0",
-                 "results/runs/sample/pointwise-L64/seed1/fold1.run", "results/cells/sample/pointwise-L64/seed2/metrics.json",
-                 "results/cells/sample/pointwise-L64/metrics.json", "results/metrics/sample/bm25/fold0.json"):
+    # 3 seeds x 2 folds of sampling, training, re-ranking; one fold aggregate per seed (+ BM25's).
+    assert {
+        k: counts[k]
+        for k in (
+            "sample",
+            "train",
+            "rerank",
+            "evaluate",
+            "aggregate",
+            "track",
+            "aggregate_seeds",
+            "track_seeds",
+            "split",
+        )
+    } == {
+        "sample": 6,
+        "train": 6,
+        "rerank": 6,
+        "evaluate": 8,
+        "aggregate": 4,
+        "track": 4,
+        "aggregate_seeds": 1,
+        "track_seeds": 1,
+        "split": 1,
+    }
+    for path in (
+        "results/samples/sample/seed2/fold1/pointwise.parquet",
+        "results/models/sample/pointwise-L64/seed3/fold0",
+        "results/runs/sample/pointwise-L64/seed1/fold1.run",
+        "results/cells/sample/pointwise-L64/seed2/metrics.json",
+        "results/cells/sample/pointwise-L64/metrics.json",
+        "results/metrics/sample/bm25/fold0.json",
+    ):
         assert path in output, path
     assert "results/models/sample/pointwise-L64/fold0" not in output

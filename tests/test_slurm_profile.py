@@ -17,8 +17,13 @@ from tests.conftest import tool_env
 pytest.importorskip("snakemake_executor_plugin_slurm", reason="pip install -e '.[slurm]'")
 
 PROFILE = "workflow/profiles/slurm"
-STUDY = {"study": "slurm", "datasets": ["sample"], "grid": {"variant": ["pointwise"], "max_length": [64]},
-         "protocol": {"sample": {"folds": 2}}, "training": {"encoder": "unused", "epochs": 1}}
+STUDY = {
+    "study": "slurm",
+    "datasets": ["sample"],
+    "grid": {"variant": ["pointwise"], "max_length": [64]},
+    "protocol": {"sample": {"folds": 2}},
+    "training": {"encoder": "unused", "epochs": 1},
+}
 RECORD = '#!/bin/sh\necho "$(basename "$0") $*" >> "$FAKE_SLURM_LOG"\n'
 
 
@@ -30,13 +35,18 @@ def workdir(repo, tmp_path) -> Path:
 
 
 def _jobs(output: str) -> dict[str, int]:
-    return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", output.split("Job stats:")[-1], re.M)}
+    return {
+        m.group(1): int(m.group(2))
+        for m in re.finditer(r"^(\w+)\s+(\d+)$", output.split("Job stats:")[-1], re.M)
+    }
 
 
 def test_dry_run_with_the_slurm_profile(workdir):
     (workdir / "study.yaml").write_text(json.dumps(STUDY))
     command = ["snakemake", "--dry-run", "--profile", PROFILE, "--configfile", "study.yaml"]
-    result = subprocess.run(command, cwd=workdir, env=tool_env(), capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        command, cwd=workdir, env=tool_env(), capture_output=True, text=True, timeout=300
+    )
     output = result.stdout + result.stderr
     assert result.returncode == 0, output[-3000:]
     assert f"Using profile {PROFILE}" in output
@@ -50,26 +60,59 @@ def test_gpu_jobs_are_submitted_once_with_their_gpus(workdir):
     fake = workdir / "fakebin"
     fake.mkdir()
     for name in ("sbatch", "sacct", "squeue", "sinfo", "scontrol", "sshare", "scancel", "srun"):
-        (fake / name).write_text(RECORD + ('echo "sbatch: error: no cluster here" >&2\n' if name == "sbatch" else "") + "exit 1\n")
+        (fake / name).write_text(
+            RECORD
+            + ('echo "sbatch: error: no cluster here" >&2\n' if name == "sbatch" else "")
+            + "exit 1\n"
+        )
         (fake / name).chmod(0o755)
     # The train job's inputs, so that it is the only job.
-    for path in ("results/samples/sample/fold0/pointwise.parquet", "results/data/sample/queries.tsv", "results/data/sample/corpus.parquet"):
+    for path in (
+        "results/samples/sample/fold0/pointwise.parquet",
+        "results/data/sample/queries.tsv",
+        "results/data/sample/corpus.parquet",
+    ):
         (workdir / path).parent.mkdir(parents=True, exist_ok=True)
         (workdir / path).touch()
     study = {**STUDY, "training": {**STUDY["training"], "distributed": "ddp", "gpus": 2}}
     (workdir / "ddp.yaml").write_text(json.dumps(study))
     env = {**tool_env(), "FAKE_SLURM_LOG": str(workdir / "calls.log")}
     env["PATH"] = f"{fake}:{env['PATH']}"
-    command = ["snakemake", "results/models/sample/pointwise-L64/fold0", "--profile", PROFILE, "--configfile", "ddp.yaml",
-               "--allowed-rules", "train", "--retries", "0", "--slurm-init-seconds-before-status-checks", "1"]
-    result = subprocess.run(command, cwd=workdir, env=env, capture_output=True, text=True, timeout=300)
-    assert result.returncode != 0 and "no cluster here" in result.stdout + result.stderr  # the stand-in refused it
-    calls = [line for line in (workdir / "calls.log").read_text().splitlines() if line.startswith("sbatch ")]
+    command = [
+        "snakemake",
+        "results/models/sample/pointwise-L64/fold0",
+        "--profile",
+        PROFILE,
+        "--configfile",
+        "ddp.yaml",
+        "--allowed-rules",
+        "train",
+        "--retries",
+        "0",
+        "--slurm-init-seconds-before-status-checks",
+        "1",
+    ]
+    result = subprocess.run(
+        command, cwd=workdir, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert (
+        result.returncode != 0 and "no cluster here" in result.stdout + result.stderr
+    )  # the stand-in refused it
+    calls = [
+        line
+        for line in (workdir / "calls.log").read_text().splitlines()
+        if line.startswith("sbatch ")
+    ]
     assert len(calls) == 1, calls
     sbatch = calls[0].split(" --wrap=")[0]
-    assert re.search(r" --gpus=2\b", sbatch) and " -p gpu " in sbatch and " --cpus-per-gpu=8" in sbatch
+    assert (
+        re.search(r" --gpus=2\b", sbatch) and " -p gpu " in sbatch and " --cpus-per-gpu=8" in sbatch
+    )
     assert " -t 1440" in sbatch and " --mem 32000" in sbatch and " --requeue" in sbatch
     assert "--ntasks" not in sbatch and "--gres" not in sbatch  # one task: the script starts once
     # The job runs the one train job through the jobstep executor (which starts it with srun -n1).
     wrapped = calls[0].split(" --wrap=", 1)[1]
-    assert "--executor slurm-jobstep" in wrapped and "--target-jobs 'train:dataset=sample,variant=pointwise,max_length=64" in wrapped
+    assert (
+        "--executor slurm-jobstep" in wrapped
+        and "--target-jobs 'train:dataset=sample,variant=pointwise,max_length=64" in wrapped
+    )

@@ -10,19 +10,20 @@ import pytest
 import torch
 
 from reranklab.errors import ConfigError
-from reranklab.models.encoder import load_encoder
-from reranklab.models.registry import get_variant
-from reranklab.models.reranker import load_reranker
-from reranklab.training import cache as cache_module
-from reranklab.training.batching import collator_for
-from reranklab.training.cache import (
+from reranklab.features import cache as cache_module
+from reranklab.features.batch import collator_for
+from reranklab.features.cache import (
     FeatureCache,
     feature_cache_scope,
     open_feature_cache,
     pair_keys,
     tokenizer_fingerprint,
 )
-from reranklab.training.features import encode_id_pairs, encode_text_pairs
+from reranklab.features.featurize import encode_id_pairs
+from reranklab.features.tokenize import encode_text_pairs
+from reranklab.models.encoder import load_encoder
+from reranklab.models.registry import get_variant
+from reranklab.models.reranker import load_reranker
 from reranklab.training.inference import rerank
 from reranklab.training.precision import resolve_precision
 from reranklab.training.steps import (
@@ -43,7 +44,9 @@ from tests.helpers_models import (
     write_examples,
 )
 
-TEXT_PAIRS = [(QUERIES[q], CORPUS[p]) for q in QIDS for p in CORPUS]  # 64 pairs, 8 queries x 8 passages
+TEXT_PAIRS = [
+    (QUERIES[q], CORPUS[p]) for q in QIDS for p in CORPUS
+]  # 64 pairs, 8 queries x 8 passages
 
 
 @pytest.fixture(scope="module")
@@ -100,13 +103,23 @@ def _assert_same_weights(a: Path, b: Path, atol: float) -> None:
 
 def test_accumulation_steps_and_micro_batches():
     assert [accumulation_steps(16, m) for m in (None, 0, 16, 32, 8, 5, 1)] == [1, 1, 1, 1, 2, 4, 16]
-    step = StepCollator(lambda rows: {"attention_mask": torch.ones(len(rows), 3, dtype=torch.long)}, micro_batch_size=3)(list(range(8)))
+    step = StepCollator(
+        lambda rows: {"attention_mask": torch.ones(len(rows), 3, dtype=torch.long)},
+        micro_batch_size=3,
+    )(list(range(8)))
     assert (step.examples, [n for n, _ in step.micro]) == (8, [3, 3, 2])
     assert (step.tokens, step.padded_tokens) == (24, 24)
-    assert count_tokens({"positive": {"attention_mask": torch.tensor([[1, 1, 0]])}, "negative": {"attention_mask": torch.tensor([[1, 0, 0]])}}) == (3, 6)
+    assert count_tokens(
+        {
+            "positive": {"attention_mask": torch.tensor([[1, 1, 0]])},
+            "negative": {"attention_mask": torch.tensor([[1, 0, 0]])},
+        }
+    ) == (3, 6)
 
 
-def _step_gradients(bert: Path, tmp_path: Path, variant: str, micro: int | None) -> tuple[float, dict[str, torch.Tensor]]:
+def _step_gradients(
+    bert: Path, tmp_path: Path, variant: str, micro: int | None
+) -> tuple[float, dict[str, torch.Tensor]]:
     """The loss and gradients of one optimiser step over all toy examples (SGD with lr 0: weights stay)."""
     spec = get_variant(variant)
     training = toy_cell(variant, bert)["training"]
@@ -114,11 +127,22 @@ def _step_gradients(bert: Path, tmp_path: Path, variant: str, micro: int | None)
     # float64: the two sums of the same terms then agree far below any real mistake.
     model = spec.build(str(bert), training, 32).double()
     collator = collator_for(spec.example_kind)
-    columns = read_examples(write_examples(tmp_path / f"{variant}.parquet", variant), collator.columns)
-    index = encode_id_pairs(model.tokenizer, collator.pair_keys(columns), QUERIES, CORPUS, 32, progress=False)
+    columns = read_examples(
+        write_examples(tmp_path / f"{variant}.parquet", variant), collator.columns
+    )
+    index = encode_id_pairs(
+        model.tokenizer, collator.pair_keys(columns), QUERIES, CORPUS, 32, progress=False
+    )
     collate = collator.from_columns(columns, index)
     cpu = torch.device("cpu")
-    run_step = StepRunner(model, spec.loss(model, training), torch.optim.SGD(model.parameters(), lr=0.0), resolve_precision("fp32", cpu), 0.0, cpu)
+    run_step = StepRunner(
+        model,
+        spec.loss(model, training),
+        torch.optim.SGD(model.parameters(), lr=0.0),
+        resolve_precision("fp32", cpu),
+        0.0,
+        cpu,
+    )
     loss = run_step(StepCollator(collate, micro)(list(range(len(collate)))))
     return loss, {name: p.grad.clone() for name, p in model.named_parameters()}
 
@@ -126,7 +150,9 @@ def _step_gradients(bert: Path, tmp_path: Path, variant: str, micro: int | None)
 @pytest.mark.parametrize("variant", ["pointwise", "bertlets"])
 def test_micro_batches_give_the_gradient_of_one_big_batch(still_bert, tmp_path, variant):
     loss, whole = _step_gradients(still_bert, tmp_path, variant, None)
-    micro_loss, micro = _step_gradients(still_bert, tmp_path, variant, 5)  # 5, 5, ..., and a short last one
+    micro_loss, micro = _step_gradients(
+        still_bert, tmp_path, variant, 5
+    )  # 5, 5, ..., and a short last one
     assert micro_loss == pytest.approx(loss, rel=1e-6)
     scale = max(float(g.abs().max()) for g in whole.values())
     assert scale > 0
@@ -139,30 +165,86 @@ def test_micro_batches_give_the_gradient_of_one_big_batch(still_bert, tmp_path, 
 def test_micro_batches_train_the_model_of_one_big_batch(still_bert, tmp_path, variant="pointwise"):
     examples = write_examples(tmp_path / "examples.parquet", variant)
     settings = {"epochs": 2, "learning_rate": 1e-3, "batch_size": 8, "precision": "fp32"}
-    whole = train_model(toy_cell(variant, still_bert, **settings), examples, QUERIES, CORPUS, tmp_path / "whole", progress=False)
-    micro = train_model(toy_cell(variant, still_bert, micro_batch_size=3, **settings), examples, QUERIES, CORPUS, tmp_path / "micro", progress=False)
-    assert (whole["accumulation_steps"], micro["accumulation_steps"], micro["micro_batch_size"]) == (1, 3, 3)
+    whole = train_model(
+        toy_cell(variant, still_bert, **settings),
+        examples,
+        QUERIES,
+        CORPUS,
+        tmp_path / "whole",
+        progress=False,
+    )
+    micro = train_model(
+        toy_cell(variant, still_bert, micro_batch_size=3, **settings),
+        examples,
+        QUERIES,
+        CORPUS,
+        tmp_path / "micro",
+        progress=False,
+    )
+    assert (
+        whole["accumulation_steps"],
+        micro["accumulation_steps"],
+        micro["micro_batch_size"],
+    ) == (1, 3, 3)
     assert micro["steps"] == whole["steps"] and micro["pairs_trained"] == whole["pairs_trained"]
-    np.testing.assert_allclose([p[1] for p in micro["loss_curve"]], [p[1] for p in whole["loss_curve"]], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        [p[1] for p in micro["loss_curve"]],
+        [p[1] for p in whole["loss_curve"]],
+        rtol=1e-5,
+        atol=1e-6,
+    )
     # Adam turns rounding noise of near-zero gradients into up to a fraction of a step (lr):
     # compare with a tolerance well below one step.
-    _assert_same_weights(tmp_path / "whole", tmp_path / "micro", atol=0.2 * settings["learning_rate"])
+    _assert_same_weights(
+        tmp_path / "whole", tmp_path / "micro", atol=0.2 * settings["learning_rate"]
+    )
     # The weights did move (the comparison is not between two untouched models).
     trained = load_reranker(tmp_path / "whole").encoder.embeddings.word_embeddings.weight.detach()
-    assert float((trained - load_encoder(str(still_bert))[0].embeddings.word_embeddings.weight.detach()).abs().max()) > 2 * settings["learning_rate"]
+    assert (
+        float(
+            (trained - load_encoder(str(still_bert))[0].embeddings.word_embeddings.weight.detach())
+            .abs()
+            .max()
+        )
+        > 2 * settings["learning_rate"]
+    )
     # Micro batches are padded to their own longest pair, so no more padding is computed.
-    assert micro["tokens_trained"] == whole["tokens_trained"] and micro["tokens_padded"] <= whole["tokens_padded"]
+    assert (
+        micro["tokens_trained"] == whole["tokens_trained"]
+        and micro["tokens_padded"] <= whole["tokens_padded"]
+    )
 
 
-def test_dataloader_workers_and_gradient_checkpointing_do_not_change_the_model(still_bert, tmp_path):
+def test_dataloader_workers_and_gradient_checkpointing_do_not_change_the_model(
+    still_bert, tmp_path
+):
     examples = write_examples(tmp_path / "examples.parquet", "pointwise")
     settings = {"epochs": 1, "learning_rate": 1e-3, "batch_size": 8}
-    plain = train_model(toy_cell("pointwise", still_bert, **settings), examples, QUERIES, CORPUS, tmp_path / "plain", progress=False)
-    workers = train_model(toy_cell("pointwise", still_bert, dataloader_workers=2, **settings), examples, QUERIES, CORPUS, tmp_path / "workers", progress=False)
+    plain = train_model(
+        toy_cell("pointwise", still_bert, **settings),
+        examples,
+        QUERIES,
+        CORPUS,
+        tmp_path / "plain",
+        progress=False,
+    )
+    workers = train_model(
+        toy_cell("pointwise", still_bert, dataloader_workers=2, **settings),
+        examples,
+        QUERIES,
+        CORPUS,
+        tmp_path / "workers",
+        progress=False,
+    )
     assert workers["dataloader_workers"] == 2 and workers["loss_curve"] == plain["loss_curve"]
     _assert_same_weights(tmp_path / "plain", tmp_path / "workers", atol=0.0)
     checkpointed = train_model(
-        toy_cell("pointwise", still_bert, gradient_checkpointing=True, **settings), examples, QUERIES, CORPUS, tmp_path / "ckpt", progress=False
+        toy_cell("pointwise", still_bert, gradient_checkpointing=True, **settings),
+        examples,
+        QUERIES,
+        CORPUS,
+        tmp_path / "ckpt",
+        progress=False,
     )
     assert checkpointed["gradient_checkpointing"] is True
     _assert_same_weights(tmp_path / "plain", tmp_path / "ckpt", atol=1e-6)
@@ -184,16 +266,38 @@ def test_precision_resolution():
 
 def test_bf16_on_cpu_trains_with_an_fp32_head(toy_bert, tmp_path):
     examples = write_examples(tmp_path / "examples.parquet", "pointwise")
-    stats = train_model(toy_cell("pointwise", toy_bert, epochs=3, learning_rate=3e-3, precision="bf16"), examples, QUERIES, CORPUS, tmp_path / "model", progress=False)
+    stats = train_model(
+        toy_cell("pointwise", toy_bert, epochs=3, learning_rate=3e-3, precision="bf16"),
+        examples,
+        QUERIES,
+        CORPUS,
+        tmp_path / "model",
+        progress=False,
+    )
     assert stats["precision"] == "bf16"
-    assert all(np.isfinite(stats["epoch_losses"])) and stats["epoch_losses"][-1] < stats["epoch_losses"][0]
+    assert (
+        all(np.isfinite(stats["epoch_losses"]))
+        and stats["epoch_losses"][-1] < stats["epoch_losses"][0]
+    )
     model = load_reranker(tmp_path / "model")
-    assert all(p.dtype == torch.float32 for p in model.parameters())  # mixed precision: fp32 weights
+    assert all(
+        p.dtype == torch.float32 for p in model.parameters()
+    )  # mixed precision: fp32 weights
     ids = torch.tensor([[2, 7, 3, 9, 3]])
     with resolve_precision("bf16", torch.device("cpu")).autocast():
         assert model.encode(ids, torch.ones_like(ids)).dtype == torch.bfloat16
         assert model(ids, torch.ones_like(ids)).dtype == torch.float32
-    run = rerank(tmp_path / "model", candidates(), QIDS, QUERIES, CORPUS, batch_size=8, device="cpu", precision="bf16", progress=False)
+    run = rerank(
+        tmp_path / "model",
+        candidates(),
+        QIDS,
+        QUERIES,
+        CORPUS,
+        batch_size=8,
+        device="cpu",
+        precision="bf16",
+        progress=False,
+    )
     assert sorted(run) == sorted(QIDS)
 
 
@@ -202,7 +306,9 @@ def test_bf16_on_cpu_trains_with_an_fp32_head(toy_bert, tmp_path):
 
 def test_cache_gives_what_tokenising_gives_and_tokenises_once(tokenizer, tmp_path):
     counting = CountingTokenizer(tokenizer)
-    cache = FeatureCache(tmp_path / "c", max_length=12, query_max_length=4)  # cuts some queries and passages
+    cache = FeatureCache(
+        tmp_path / "c", max_length=12, query_max_length=4
+    )  # cuts some queries and passages
     fresh = encode_text_pairs(tokenizer, TEXT_PAIRS, 12, query_max_length=4, progress=False)
     first = cache.encode(counting, TEXT_PAIRS, progress=False)
     assert (cache.last.hits, cache.last.misses) == (0, 64) and counting.pairs == 64
@@ -210,7 +316,11 @@ def test_cache_gives_what_tokenising_gives_and_tokenises_once(tokenizer, tmp_pat
     for name in ("input_ids", "token_type_ids", "offsets"):
         np.testing.assert_array_equal(getattr(first, name), getattr(fresh, name))
         assert getattr(first, name).dtype == getattr(fresh, name).dtype
-    assert (first.query_truncated, first.query_cut, first.max_length) == (fresh.query_truncated, fresh.query_cut, 12)
+    assert (first.query_truncated, first.query_cut, first.max_length) == (
+        fresh.query_truncated,
+        fresh.query_cut,
+        12,
+    )
 
     counting.pair_calls = counting.pairs = 0
     reordered = TEXT_PAIRS[::-1][:40] + [TEXT_PAIRS[0]]  # a subset, another order, a duplicate
@@ -219,20 +329,30 @@ def test_cache_gives_what_tokenising_gives_and_tokenises_once(tokenizer, tmp_pat
     expected = encode_text_pairs(tokenizer, reordered, 12, query_max_length=4, progress=False)
     np.testing.assert_array_equal(again.input_ids, expected.input_ids)
     np.testing.assert_array_equal(again.offsets, expected.offsets)
-    assert (again.query_truncated, again.query_cut) == (expected.query_truncated, expected.query_cut)
+    assert (again.query_truncated, again.query_cut) == (
+        expected.query_truncated,
+        expected.query_cut,
+    )
 
     # New pairs only are tokenised, into a second shard; nothing temporary is left.
     extra = [("a brand new question", CORPUS["p1"]), (QUERIES["q1"], "a passage never seen")]
     mixed = cache.encode(counting, extra + TEXT_PAIRS[:5], progress=False)
     assert (cache.last.hits, cache.last.misses, counting.pairs) == (5, 2, 2)
-    np.testing.assert_array_equal(mixed.input_ids, encode_text_pairs(tokenizer, extra + TEXT_PAIRS[:5], 12, query_max_length=4, progress=False).input_ids)
+    np.testing.assert_array_equal(
+        mixed.input_ids,
+        encode_text_pairs(
+            tokenizer, extra + TEXT_PAIRS[:5], 12, query_max_length=4, progress=False
+        ).input_ids,
+    )
     names = sorted(p.name for p in (tmp_path / "c").iterdir())
     assert names[0] == "meta.json" and [n.startswith("shard-") for n in names[1:]] == [True, True]
 
 
 def test_cache_is_keyed_by_tokenizer_and_lengths(tokenizer, toy_bert, tmp_path):
     fingerprint = tokenizer_fingerprint(tokenizer)
-    tokenizer(["a"], ["b"], truncation="only_second", max_length=7)  # per-call state must not matter
+    tokenizer(
+        ["a"], ["b"], truncation="only_second", max_length=7
+    )  # per-call state must not matter
     assert tokenizer_fingerprint(tokenizer) == fingerprint
     other = load_encoder(str(build_toy_bert(tmp_path / "other")))[1]
     assert tokenizer_fingerprint(other) == fingerprint  # same vocabulary and settings: same cache
@@ -255,9 +375,13 @@ def test_cache_is_keyed_by_tokenizer_and_lengths(tokenizer, toy_bert, tmp_path):
         encode_id_pairs(counting, [("q1", "p1"), ("q2", "p2")], QUERIES, CORPUS, 32, progress=False)
         encode_id_pairs(counting, [("q1", "p1"), ("q2", "p2")], QUERIES, CORPUS, 32, progress=False)
         assert (scope.stats.hits, scope.stats.misses, counting.pairs) == (2, 2, 2)
-        encode_id_pairs(counting, [("q1", "p1")], QUERIES, CORPUS, 16, progress=False)  # another max length
+        encode_id_pairs(
+            counting, [("q1", "p1")], QUERIES, CORPUS, 16, progress=False
+        )  # another max length
         assert (scope.stats.misses, counting.pairs) == (3, 3)
-    encode_id_pairs(counting, [("q1", "p1")], QUERIES, CORPUS, 32, progress=False)  # outside a scope: no cache
+    encode_id_pairs(
+        counting, [("q1", "p1")], QUERIES, CORPUS, 32, progress=False
+    )  # outside a scope: no cache
     assert counting.pairs == 4
     # A changed passage text is another key.
     assert not np.array_equal(pair_keys([("q", "p")]), pair_keys([("q", "p ")]))
@@ -273,7 +397,10 @@ def test_many_shards_are_merged(tokenizer, tmp_path, monkeypatch):
     counting = CountingTokenizer(tokenizer)
     merged = cache.encode(counting, TEXT_PAIRS[:32], progress=False)
     assert counting.pairs == 0
-    np.testing.assert_array_equal(merged.input_ids, encode_text_pairs(tokenizer, TEXT_PAIRS[:32], 16, progress=False).input_ids)
+    np.testing.assert_array_equal(
+        merged.input_ids,
+        encode_text_pairs(tokenizer, TEXT_PAIRS[:32], 16, progress=False).input_ids,
+    )
     assert not [p for p in (tmp_path / "c").iterdir() if p.name.startswith(".")]
 
 
@@ -286,19 +413,50 @@ def test_train_and_rerank_share_the_cache_and_get_the_same_model(toy_bert, tmp_p
     assert first["feature_cache"] == str(root / "toy")
     # The other variant trains on the same 32 pairs: nothing is tokenised again.
     triplets = write_examples(tmp_path / "triplets.parquet", "bertlets")
-    second = train_model(dict(cached, variant="bertlets"), triplets, QUERIES, CORPUS, tmp_path / "b", progress=False)
+    second = train_model(
+        dict(cached, variant="bertlets"), triplets, QUERIES, CORPUS, tmp_path / "b", progress=False
+    )
     assert (second["feature_cache_hits"], second["feature_cache_misses"]) == (32, 0)
     # Bit-identical to a model trained without the cache.
-    plain = train_model(toy_cell("pointwise", toy_bert, epochs=1, learning_rate=1e-3), examples, QUERIES, CORPUS, tmp_path / "c", progress=False)
+    plain = train_model(
+        toy_cell("pointwise", toy_bert, epochs=1, learning_rate=1e-3),
+        examples,
+        QUERIES,
+        CORPUS,
+        tmp_path / "c",
+        progress=False,
+    )
     assert plain["feature_cache"] is None and plain["loss_curve"] == first["loss_curve"]
     _assert_same_weights(tmp_path / "a", tmp_path / "c", atol=0.0)
-    with_cache = rerank(tmp_path / "a", candidates(), QIDS, QUERIES, CORPUS, 8, device="cpu", feature_cache=root, dataset="toy", progress=False)
-    without = rerank(tmp_path / "a", candidates(), QIDS, QUERIES, CORPUS, 8, device="cpu", progress=False)
+    with_cache = rerank(
+        tmp_path / "a",
+        candidates(),
+        QIDS,
+        QUERIES,
+        CORPUS,
+        8,
+        device="cpu",
+        feature_cache=root,
+        dataset="toy",
+        progress=False,
+    )
+    without = rerank(
+        tmp_path / "a", candidates(), QIDS, QUERIES, CORPUS, 8, device="cpu", progress=False
+    )
     assert with_cache == without
     assert len(list((root / "toy").iterdir())) == 1  # one tokenizer, one max length
 
 
 def test_non_embedding_parameters(toy_bert):
     model, _ = load_encoder(str(toy_bert))
-    embeddings = sum(p.numel() for m in model.modules() if isinstance(m, torch.nn.Embedding) for p in m.parameters())
-    assert non_embedding_parameters(model) == sum(p.numel() for p in model.parameters()) - embeddings > 0
+    embeddings = sum(
+        p.numel()
+        for m in model.modules()
+        if isinstance(m, torch.nn.Embedding)
+        for p in m.parameters()
+    )
+    assert (
+        non_embedding_parameters(model)
+        == sum(p.numel() for p in model.parameters()) - embeddings
+        > 0
+    )

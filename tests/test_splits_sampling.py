@@ -33,8 +33,16 @@ def test_kfold_too_few_queries():
 
 
 def test_predefined_split():
-    folds = make_folds({"split": "predefined", "folds": 5}, [], {"train": ["a"], "dev": ["b"], "test": ["c"]}, 1, "d")
-    assert folds.kind == "predefined" and folds.folds[0].test == ["c"] and folds.folds[0].dev == ["b"]
+    folds = make_folds(
+        {"split": "predefined", "folds": 5},
+        [],
+        {"train": ["a"], "dev": ["b"], "test": ["c"]},
+        1,
+        "d",
+    )
+    assert (
+        folds.kind == "predefined" and folds.folds[0].test == ["c"] and folds.folds[0].dev == ["b"]
+    )
     with pytest.raises(ConfigError, match="has no predefined split"):
         predefined(None, "d")
     with pytest.raises(ConfigError, match="both in test and train"):
@@ -51,7 +59,9 @@ QRELS = {"q1": {"p1": 2, "p1b": 1, "n0": 0}, "q2": {"p2": 1}, "q3": {"p3": 1}, "
 
 
 def test_sampling_keeps_every_positive_and_respects_the_ratio():
-    ex = sample_examples(list(CANDIDATES), CANDIDATES, QRELS, negatives_per_positive=2, threshold=1, seed=0)
+    ex = sample_examples(
+        list(CANDIDATES), CANDIDATES, QRELS, negatives_per_positive=2, threshold=1, seed=0
+    )
     pw = ex.pointwise
     assert sorted(pw[pw.label == 1].pid) == ["p1", "p1b", "p2"]
     assert (pw[(pw.qid == "q1") & (pw.label == 0)].shape[0]) == 4  # 2 positives x 2
@@ -64,7 +74,9 @@ def test_sampling_keeps_every_positive_and_respects_the_ratio():
 
 
 def test_sampling_all_and_threshold():
-    ex = sample_examples(["q1"], CANDIDATES, QRELS, negatives_per_positive="all", threshold=2, seed=0)
+    ex = sample_examples(
+        ["q1"], CANDIDATES, QRELS, negatives_per_positive="all", threshold=2, seed=0
+    )
     # threshold 2: only p1 is positive, p1b is neither (not a candidate), all 8 n* are negatives
     assert list(ex.pointwise[ex.pointwise.label == 1].pid) == ["p1"]
     assert len(ex.pointwise) == 9 and len(ex.triplets) == 8

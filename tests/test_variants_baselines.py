@@ -48,10 +48,14 @@ def toy_bert(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def glove(tmp_path_factory) -> Path:
     """A GloVe-format file with random 16-d vectors for the toy words (all but "purr")."""
-    words = sorted({w for text in [*QUERIES.values(), *CORPUS.values()] for w in word_tokens(text)} - {"purr"})
+    words = sorted(
+        {w for text in [*QUERIES.values(), *CORPUS.values()] for w in word_tokens(text)} - {"purr"}
+    )
     rng = np.random.default_rng(0)
     path = tmp_path_factory.mktemp("glove") / "toy.16d.txt"
-    lines = [f"{w} " + " ".join(f"{x:.5f}" for x in rng.normal(0, 0.5, 16)) for w in ["the", *words]]
+    lines = [
+        f"{w} " + " ".join(f"{x:.5f}" for x in rng.normal(0, 0.5, 16)) for w in ["the", *words]
+    ]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
 
@@ -69,14 +73,26 @@ def _inputs(query: list[list[int]], passage: list[list[int]]) -> dict[str, torch
 
     query_ids, query_mask = pad(query)
     passage_ids, passage_mask = pad(passage)
-    return {"query_ids": query_ids, "query_mask": query_mask, "passage_ids": passage_ids, "passage_mask": passage_mask}
+    return {
+        "query_ids": query_ids,
+        "query_mask": query_mask,
+        "passage_ids": passage_ids,
+        "passage_mask": passage_mask,
+    }
 
 
 # --- word vectors -----------------------------------------------------------------------------
 
 
 def test_word_tokens_are_lower_cased_word_runs():
-    assert word_tokens("Who wrote Hamlet? W. Shakespeare, 1603.") == ["who", "wrote", "hamlet", "w", "shakespeare", "1603"]
+    assert word_tokens("Who wrote Hamlet? W. Shakespeare, 1603.") == [
+        "who",
+        "wrote",
+        "hamlet",
+        "w",
+        "shakespeare",
+        "1603",
+    ]
 
 
 def test_read_glove_skips_a_word2vec_header_reads_gzip_and_keeps_the_first_spelling(tmp_path):
@@ -106,7 +122,9 @@ def test_glove_matrix_pads_and_gives_unknown_words_their_own_fixed_vector(glove)
     _, found = read_glove(glove, {"bees"}, progress=False)
     assert np.array_equal(matrix[2], found["bees"])
     # "purr" is not in the file: a vector seeded by the word, at the scale of the found ones.
-    assert np.array_equal(matrix[3], seeded_vector("purr", 16, float(np.std(np.stack([matrix[2], matrix[4]])))))
+    assert np.array_equal(
+        matrix[3], seeded_vector("purr", 16, float(np.std(np.stack([matrix[2], matrix[4]]))))
+    )
     assert not np.array_equal(seeded_vector("purr", 16, 1.0), seeded_vector("purrs", 16, 1.0))
 
 
@@ -123,7 +141,9 @@ def test_encoder_matrix_rows_are_the_encoders_input_embeddings(toy_bert):
 
 
 def test_masked_pooling():
-    states = torch.tensor([[[1.0, -4.0], [3.0, -2.0], [9.0, 9.0]], [[-1.0, -1.0], [0.0, 0.0], [0.0, 0.0]]])
+    states = torch.tensor(
+        [[[1.0, -4.0], [3.0, -2.0], [9.0, 9.0]], [[-1.0, -1.0], [0.0, 0.0], [0.0, 0.0]]]
+    )
     mask = torch.tensor([[True, True, False], [False, False, False]])
     assert masked_pool(states, mask, "max").tolist() == [[3.0, -2.0], [0.0, 0.0]]
     assert masked_pool(states, mask, "avg").tolist() == [[2.0, -3.0], [0.0, 0.0]]
@@ -132,7 +152,10 @@ def test_masked_pooling():
 def _qa_lstm(dim=8, **options) -> QALSTM:
     torch.manual_seed(0)
     model = QALSTM(dim, hidden=5, variant="qa_lstm", max_length=16, source=GLOVE_SOURCE, **options)
-    model.set_vocabulary([f"w{i}" for i in range(10)], np.random.default_rng(0).normal(size=(12, dim)).astype(np.float32))
+    model.set_vocabulary(
+        [f"w{i}" for i in range(10)],
+        np.random.default_rng(0).normal(size=(12, dim)).astype(np.float32),
+    )
     return model.eval()
 
 
@@ -154,7 +177,9 @@ def test_qa_lstm_loss_is_the_hinge_on_fixed_cosines():
     model.forward = lambda which, **_: fixed[which]
     loss = get_variant("qa_lstm").loss(model, {"margin": 0.2})
     # max(0, 0.2 − 0.9 + 0.5) = 0; 0.2 − 0.1 + 0.3 = 0.4.
-    assert loss({"positive": {"which": "p"}, "negative": {"which": "n"}}).item() == pytest.approx(0.2)
+    assert loss({"positive": {"which": "p"}, "negative": {"which": "n"}}).item() == pytest.approx(
+        0.2
+    )
 
 
 def test_qa_lstm_frozen_vectors_get_no_gradient():
@@ -168,10 +193,14 @@ def test_qa_lstm_frozen_vectors_get_no_gradient():
 
 
 def test_kernel_pooling_matches_hand_computation():
-    matrix = torch.tensor([[[1.0, 0.9, 0.0, 1.0], [0.5, 0.5, 0.5, 0.5]]])  # 2 query words x 4 passage words
+    matrix = torch.tensor(
+        [[[1.0, 0.9, 0.0, 1.0], [0.5, 0.5, 0.5, 0.5]]]
+    )  # 2 query words x 4 passage words
     query_mask = torch.tensor([[True, False]])
     passage_mask = torch.tensor([[True, True, True, False]])  # the last exact match is padding
-    phi = kernel_pooling(matrix, query_mask, passage_mask, torch.tensor([1.0, 0.9]), torch.tensor([1e-3, 0.1]))
+    phi = kernel_pooling(
+        matrix, query_mask, passage_mask, torch.tensor([1.0, 0.9]), torch.tensor([1e-3, 0.1])
+    )
     # Exact kernel: one match → 0.01·log 1 = 0. Kernel 0.9: e^(−0.01/0.02) + e^0 + e^(−0.81/0.02).
     soft = math.exp(-0.5) + 1.0 + math.exp(-40.5)
     assert phi.tolist()[0] == pytest.approx([0.0, 0.01 * math.log(soft)], abs=1e-7)
@@ -186,7 +215,10 @@ def test_knrm_kernels_are_the_papers():
 
 def test_knrm_exact_matches_and_shapes():
     model = KNRM(3, variant="knrm", max_length=8, source=GLOVE_SOURCE)
-    model.set_vocabulary(["a", "b", "c"], np.array([[0, 0, 0], [0, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1]], dtype=np.float32))
+    model.set_vocabulary(
+        ["a", "b", "c"],
+        np.array([[0, 0, 0], [0, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1]], dtype=np.float32),
+    )
     inputs = _inputs([[2, 3], [2, 3]], [[2, 2, 4], [4, 4, 4]])
     phi = model.features(**inputs)
     assert phi.shape == (2, 11)
@@ -202,7 +234,9 @@ def test_knrm_loss_is_the_hinge_on_tanh_of_fixed_logits():
     model.logits = lambda which, **_: fixed[which]
     loss = get_variant("knrm").loss(model, {"margin": 1.0})
     # 1 − tanh(1) + 0 and 1 − 0 + tanh(−1): both 0.2384.
-    assert loss({"positive": {"which": "p"}, "negative": {"which": "n"}}).item() == pytest.approx(1 - math.tanh(1.0))
+    assert loss({"positive": {"which": "p"}, "negative": {"which": "n"}}).item() == pytest.approx(
+        1 - math.tanh(1.0)
+    )
     assert model.score({"which": "p"}).tolist() == [1.0, 0.0]
 
 
@@ -212,8 +246,13 @@ def test_knrm_loss_is_the_hinge_on_tanh_of_fixed_logits():
 def test_without_embeddings_path_the_encoders_word_pieces_are_the_vocabulary(toy_bert):
     spec = get_variant("knrm")
     model = spec.build(str(toy_bert), {}, 6)
-    assert model.source == {"kind": "encoder", "encoder": str(toy_bert)} and model.embedding.embedding_dim == 32
-    features = spec.featurizer()(model, [("q2", "p2"), ("q2", "p3"), ("q2", "p2")], QUERIES, CORPUS, progress=False)
+    assert (
+        model.source == {"kind": "encoder", "encoder": str(toy_bert)}
+        and model.embedding.embedding_dim == 32
+    )
+    features = spec.featurizer()(
+        model, [("q2", "p2"), ("q2", "p3"), ("q2", "p2")], QUERIES, CORPUS, progress=False
+    )
     tokenizer = load_encoder(str(toy_bert))[1]
     pieces = {t for text in [*QUERIES.values(), *CORPUS.values()] for t in tokenizer.tokenize(text)}
     assert len(model.vocabulary) == len(pieces) + 2 and len(features) == 2
@@ -231,8 +270,12 @@ def test_with_embeddings_path_glove_words_are_the_vocabulary(toy_bert, glove):
     spec.featurizer()(model, [("q8", "p8")], QUERIES, CORPUS, progress=False)
     assert model.unknown_vectors == 1 and "purr" in model.vocabulary
     # A word first seen at re-ranking time is [UNK] (row 1, a zero vector).
-    features = spec.featurizer()(model, [("q8", "p8")], {"q8": "why do zebras purr"}, CORPUS, progress=False)
-    assert features.batch([0])["query_ids"][0].tolist() == [model.vocabulary[w] for w in ("why", "do")] + [1, model.vocabulary["purr"]]
+    features = spec.featurizer()(
+        model, [("q8", "p8")], {"q8": "why do zebras purr"}, CORPUS, progress=False
+    )
+    assert features.batch([0])["query_ids"][0].tolist() == [
+        model.vocabulary[w] for w in ("why", "do")
+    ] + [1, model.vocabulary["purr"]]
     assert features.summary()["tokens_out_of_vocabulary"] == 1
 
 
@@ -247,21 +290,40 @@ def test_save_then_load_gives_identical_scores(toy_bert, glove, tmp_path, varian
     model.save(tmp_path / "m")
     again = load_model(tmp_path / "m")
     assert type(again) is type(model) and again.vocabulary == model.vocabulary
-    assert spec.featurizer()(again, keys, QUERIES, CORPUS, progress=False).batch(list(range(len(keys))))["passage_ids"].equal(inputs["passage_ids"])
+    assert (
+        spec.featurizer()(again, keys, QUERIES, CORPUS, progress=False)
+        .batch(list(range(len(keys))))["passage_ids"]
+        .equal(inputs["passage_ids"])
+    )
     with torch.no_grad():
         assert torch.equal(again.score(inputs), model.score(inputs))
 
 
 def test_baseline_defaults():
-    assert get_variant("knrm").defaults == {"learning_rate": 1e-3, "weight_decay": 0.0, "warmup_ratio": 0.0, "margin": 1.0}
+    assert get_variant("knrm").defaults == {
+        "learning_rate": 1e-3,
+        "weight_decay": 0.0,
+        "warmup_ratio": 0.0,
+        "margin": 1.0,
+    }
     qa = get_variant("qa_lstm").defaults
-    assert (qa["lstm_hidden"], qa["lstm_pooling"], qa["lstm_attention"], qa["head_dropout"], qa["learning_rate"]) == (256, "max", True, 0.5, 1e-3)
+    assert (
+        qa["lstm_hidden"],
+        qa["lstm_pooling"],
+        qa["lstm_attention"],
+        qa["head_dropout"],
+        qa["learning_rate"],
+    ) == (256, "max", True, 0.5, 1e-3)
 
 
 @pytest.mark.parametrize(
     ("variant", "settings", "glove_vectors"),
     [
-        ("qa_lstm", {"epochs": 20, "learning_rate": 3e-3, "lstm_hidden": 16, "head_dropout": 0.0}, False),
+        (
+            "qa_lstm",
+            {"epochs": 20, "learning_rate": 3e-3, "lstm_hidden": 16, "head_dropout": 0.0},
+            False,
+        ),
         ("knrm", {"epochs": 10, "learning_rate": 3e-2}, False),
         ("knrm", {"epochs": 10, "learning_rate": 3e-2}, True),
     ],
@@ -272,6 +334,15 @@ def test_baselines_learn_the_toy_set(toy_bert, glove, tmp_path, variant, setting
     cell = toy_cell(variant, toy_bert, threads=1, **settings)
     examples = write_triplet_examples(tmp_path / "triplets.parquet")
     stats = train_model(cell, examples, QUERIES, CORPUS, tmp_path / "model", progress=False)
-    run = rerank(tmp_path / "model", candidates(), QIDS, QUERIES, CORPUS, batch_size=8, device="cpu", progress=False)
+    run = rerank(
+        tmp_path / "model",
+        candidates(),
+        QIDS,
+        QUERIES,
+        CORPUS,
+        batch_size=8,
+        device="cpu",
+        progress=False,
+    )
     assert _ranked_correctly(run) >= 0.9 and mrr(run) >= 0.9
     assert stats["epoch_losses"][-1] < 0.5 * stats["epoch_losses"][0]

@@ -14,6 +14,7 @@ from torch import nn
 from reranklab.cli import main as cli_main
 from reranklab.config import resolve_cell, resolve_training, with_defaults
 from reranklab.errors import FormatError
+from reranklab.features.featurize import token_features
 from reranklab.models.chunked import ChunkPooling, chunk_boundaries, split_passage
 from reranklab.models.losses import (
     BertSelLoss,
@@ -25,7 +26,6 @@ from reranklab.models.losses import (
 )
 from reranklab.models.marking import Marker, resolve_stopwords
 from reranklab.models.registry import get_variant, load_model, variant_names
-from reranklab.training.features import token_features
 from reranklab.training.inference import rerank
 from reranklab.training.trainer import train_model, warmup_steps_for
 from tests.helpers_models import (
@@ -92,7 +92,9 @@ def test_pairwise_softmax_cross_entropy_matches_hand_computation():
     negative_scores = torch.tensor([0.0, 1.0, -1.0])
     # -log softmax(s+, s-)[+] = log(1 + e^(s- - s+)): log(1 + e^-2), log(1 + e^1), log 2
     expected = (math.log1p(math.exp(-2)) + math.log1p(math.exp(1)) + math.log(2)) / 3
-    assert pairwise_softmax_cross_entropy(positive_scores, negative_scores).item() == pytest.approx(expected, abs=1e-6)
+    assert pairwise_softmax_cross_entropy(positive_scores, negative_scores).item() == pytest.approx(
+        expected, abs=1e-6
+    )
     # Finite (and exact) where a naive log(softmax) would give inf.
     far = torch.tensor([0.0], requires_grad=True)
     value = pairwise_softmax_cross_entropy(far, torch.tensor([200.0]))
@@ -138,8 +140,10 @@ def test_each_variant_loss_on_fixed_logits(variant):
             assert isinstance(loss, BertSelLoss) and loss.margin == 0.3
             s = [1 / (1 + math.exp(-z)) for z in (2, 0, 0, 1)]  # y+ of both, then y- of both
             expected = (
-                0.5 * (-math.log(s[0]) - math.log(1 - s[2])) + 0.5 * max(0, 0.3 - s[0] + s[2])
-                + 0.5 * (-math.log(s[1]) - math.log(1 - s[3])) + 0.5 * max(0, 0.3 - s[1] + s[3])
+                0.5 * (-math.log(s[0]) - math.log(1 - s[2]))
+                + 0.5 * max(0, 0.3 - s[0] + s[2])
+                + 0.5 * (-math.log(s[1]) - math.log(1 - s[3]))
+                + 0.5 * max(0, 0.3 - s[1] + s[3])
             ) / 2
         else:  # chunked: the BERTlets hinge on softmax(s+, s-), i.e. max(0, m - tanh(gap / 2))
             assert isinstance(loss, TripletSoftmaxHingeLoss) and loss.margin == 0.3
@@ -153,24 +157,50 @@ def test_each_variant_loss_on_fixed_logits(variant):
 def test_monobert_preset_and_layering():
     config = {"datasets": ["sample"], "grid": {"variant": ["monobert", "pointwise"]}}
     training = resolve_cell(config, "sample", "monobert", 512)["training"]
-    assert (training["learning_rate"], training["warmup_steps"], training["query_max_length"], training["weight_decay"]) == (
-        3e-6, 10000, 64, 0.01,
+    assert (
+        training["learning_rate"],
+        training["warmup_steps"],
+        training["query_max_length"],
+        training["weight_decay"],
+    ) == (
+        3e-6,
+        10000,
+        64,
+        0.01,
     )
     plain = resolve_cell(config, "sample", "pointwise", 512)["training"]
-    assert (plain["learning_rate"], plain["warmup_steps"], plain["query_max_length"]) == (2e-5, None, None)
+    assert (plain["learning_rate"], plain["warmup_steps"], plain["query_max_length"]) == (
+        2e-5,
+        None,
+        None,
+    )
     # A config that restates the schema's defaults (params.yaml, with_defaults) keeps the presets.
     restated = with_defaults({**config, "training": {"learning_rate": 2e-5, "warmup_steps": None}})
     assert resolve_cell(restated, "sample", "monobert", 512)["training"] == training
     # The shared training block does not undo a preset; variants.<name> changes it.
-    config = {**config, "training": {"learning_rate": 1e-5, "epochs": 3}, "variants": {"monobert": {"warmup_steps": None}}}
+    config = {
+        **config,
+        "training": {"learning_rate": 1e-5, "epochs": 3},
+        "variants": {"monobert": {"warmup_steps": None}},
+    }
     training = resolve_cell(config, "sample", "monobert", 512)["training"]
-    assert (training["learning_rate"], training["warmup_steps"], training["query_max_length"], training["epochs"]) == (3e-6, None, 64, 3)
+    assert (
+        training["learning_rate"],
+        training["warmup_steps"],
+        training["query_max_length"],
+        training["epochs"],
+    ) == (3e-6, None, 64, 3)
     assert resolve_cell(config, "sample", "pointwise", 512)["training"]["learning_rate"] == 1e-5
 
 
 def test_variant_presets():
-    assert {k: _training("chunked")[k] for k in ("chunks", "chunk_length", "pooling", "attention_size")} == {
-        "chunks": 2, "chunk_length": 128, "pooling": "attention", "attention_size": 192,
+    assert {
+        k: _training("chunked")[k] for k in ("chunks", "chunk_length", "pooling", "attention_size")
+    } == {
+        "chunks": 2,
+        "chunk_length": 128,
+        "pooling": "attention",
+        "attention_size": 192,
     }
     assert (_training("marked")["markers"], _training("marked")["marker_stopwords"]) == (32, "en")
 
@@ -194,7 +224,10 @@ def test_marked_text_of_the_worked_example(marked_model):
     query, passage = marker(GHOST_QUERY, GHOST_PASSAGE)
     # "meaning" has no match: unmarked, but it is still the 2nd distinct term.
     assert query == "[e1] ghost [/e1] meaning [e3] urban [/e3]"
-    assert passage == "[e1] ghost [/e1] town, an [e3] urban [/e3] area with a fixed boundary that is smaller than a city"
+    assert (
+        passage
+        == "[e1] ghost [/e1] town, an [e3] urban [/e3] area with a fixed boundary that is smaller than a city"
+    )
 
 
 def test_marking_compares_lower_cased_basic_tokens(marked_model):
@@ -223,14 +256,38 @@ def test_marking_stopwords_and_marker_limit(marked_model):
 def test_marked_featurizer_feeds_the_markers_as_single_new_tokens(marked_model):
     tokenizer = marked_model.tokenizer
     assert marked_model.encoder.get_input_embeddings().num_embeddings == len(tokenizer)
-    assert tokenizer.convert_tokens_to_ids(["[e1]", "[/e32]"]) == [len(tokenizer) - 64, len(tokenizer) - 1]
+    assert tokenizer.convert_tokens_to_ids(["[e1]", "[/e32]"]) == [
+        len(tokenizer) - 64,
+        len(tokenizer) - 1,
+    ]
     corpus = {"p": "Cats purr, when content."}
-    features = get_variant("marked").featurizer()(marked_model, [("q8", "p")], QUERIES, corpus, progress=False)
+    features = get_variant("marked").featurizer()(
+        marked_model, [("q8", "p")], QUERIES, corpus, progress=False
+    )
     tokens = tokenizer.convert_ids_to_tokens(features.encoded.ids(0))
     # "why do cats purr": cats and purr (terms 3 and 4) occur in the passage.
     assert tokens == [
-        "[CLS]", "why", "do", "[e3]", "cats", "[/e3]", "[e4]", "purr", "[/e4]", "[SEP]",
-        "[e3]", "cats", "[/e3]", "[e4]", "purr", "[/e4]", ",", "when", "content", ".", "[SEP]",
+        "[CLS]",
+        "why",
+        "do",
+        "[e3]",
+        "cats",
+        "[/e3]",
+        "[e4]",
+        "purr",
+        "[/e4]",
+        "[SEP]",
+        "[e3]",
+        "cats",
+        "[/e3]",
+        "[e4]",
+        "purr",
+        "[/e4]",
+        ",",
+        "when",
+        "content",
+        ".",
+        "[SEP]",
     ]
 
 
@@ -241,22 +298,39 @@ def test_chunk_boundaries_of_worked_examples():
     assert chunk_boundaries(7, 3) == [(0, 3), (3, 5), (5, 7)]
     assert chunk_boundaries(6, 2) == [(0, 3), (3, 6)]
     assert chunk_boundaries(1, 3) == [(0, 1), (1, 1), (1, 1)]
-    assert split_passage(GHOST_PASSAGE, 3) == ["ghost town, an urban area", "with a fixed boundary that", "is smaller than a city"]
-    assert split_passage(GHOST_PASSAGE, 2) == ["ghost town, an urban area with a fixed", "boundary that is smaller than a city"]
+    assert split_passage(GHOST_PASSAGE, 3) == [
+        "ghost town, an urban area",
+        "with a fixed boundary that",
+        "is smaller than a city",
+    ]
+    assert split_passage(GHOST_PASSAGE, 2) == [
+        "ghost town, an urban area with a fixed",
+        "boundary that is smaller than a city",
+    ]
 
 
 def test_chunked_features_one_sequence_per_chunk(toy_bert):
-    model = get_variant("chunked").build(str(toy_bert), _training("chunked", chunks=3, chunk_length=11), 256)
+    model = get_variant("chunked").build(
+        str(toy_bert), _training("chunked", chunks=3, chunk_length=11), 256
+    )
     assert (model.max_length, model.inputs) == (11, {"chunks": 3, "chunk_length": 11})
-    corpus = {"long": CORPUS["p5"], "one": "honey"}  # "the surface of the sun is about five thousand degrees"
-    features = get_variant("chunked").featurizer()(model, [("q5", "long"), ("q6", "one")], QUERIES, corpus, progress=False)
+    corpus = {
+        "long": CORPUS["p5"],
+        "one": "honey",
+    }  # "the surface of the sun is about five thousand degrees"
+    features = get_variant("chunked").featurizer()(
+        model, [("q5", "long"), ("q6", "one")], QUERIES, corpus, progress=False
+    )
     tokens = [model.tokenizer.convert_ids_to_tokens(features.encoded.ids(i)) for i in range(3)]
     query = ["[CLS]", "how", "hot", "is", "the", "sun", "[SEP]"]
     assert tokens[0] == [*query, "the", "surface", "of", "[SEP]"]  # "the surface of the", cut at 11
     assert tokens[1] == [*query, "sun", "is", "about", "[SEP]"]
     assert tokens[2] == [*query, "five", "thousand", "degrees", "[SEP]"]
     assert features.chunk_mask.tolist() == [[True, True, True], [True, False, False]]
-    assert features.lengths.tolist() == [11, len(model.tokenizer(QUERIES["q6"], "honey")["input_ids"])]
+    assert features.lengths.tolist() == [
+        11,
+        len(model.tokenizer(QUERIES["q6"], "honey")["input_ids"]),
+    ]
     batch = features.batch([1, 0])
     assert batch["input_ids"].shape == batch["attention_mask"].shape == (2, 3, 11)
     assert batch["chunk_mask"].tolist() == [[True, False, False], [True, True, True]]
@@ -269,7 +343,11 @@ def test_chunk_pooling_ignores_empty_chunks():
     mask = torch.tensor([[True, True, False], [True, False, False]])
     attention = ChunkPooling(4, "attention", attention_size=5, initializer_range=1.0)
     weights = attention.weights(vectors, mask)
-    assert torch.allclose(weights.sum(dim=1), torch.ones(2)) and weights[0, 2] == 0 and weights[1, 0] == 1
+    assert (
+        torch.allclose(weights.sum(dim=1), torch.ones(2))
+        and weights[0, 2] == 0
+        and weights[1, 0] == 1
+    )
     u = torch.tanh(attention.projection(vectors[0, :2])) @ attention.context
     assert torch.allclose(weights[0, :2], torch.softmax(u, dim=0))
     changed = vectors.clone()
@@ -286,13 +364,21 @@ def test_chunk_pooling_ignores_empty_chunks():
 def test_forward_shapes_scores_and_save_load(toy_bert, tmp_path, variant):
     spec = get_variant(variant)
     torch.manual_seed(0)
-    model = spec.build(str(toy_bert), _training(variant, chunk_length=None, pooling="max" if variant == "chunked" else None), 24)
+    model = spec.build(
+        str(toy_bert),
+        _training(variant, chunk_length=None, pooling="max" if variant == "chunked" else None),
+        24,
+    )
     torch.nn.init.normal_(model.head.weight)
     model.eval()
     keys = [("q1", "p1"), ("q2", "p5"), ("q8", "p8")]
     features = spec.featurizer()(model, keys, QUERIES, CORPUS, progress=False)
     inputs = features.batch(range(3))
-    expected_ids = (3, 2, inputs["input_ids"].shape[-1]) if variant == "chunked" else (3, inputs["input_ids"].shape[-1])
+    expected_ids = (
+        (3, 2, inputs["input_ids"].shape[-1])
+        if variant == "chunked"
+        else (3, inputs["input_ids"].shape[-1])
+    )
     assert inputs["input_ids"].shape == expected_ids
     with torch.no_grad():
         logits = model(**inputs)
@@ -305,20 +391,45 @@ def test_forward_shapes_scores_and_save_load(toy_bert, tmp_path, variant):
     assert scores.dtype == torch.float64 and torch.equal(scores, reference)
     model.save(tmp_path / "model")
     loaded = load_model(tmp_path / "model")
-    assert (type(loaded), loaded.variant, loaded.inputs, loaded.training) == (type(model), variant, model.inputs, False)
+    assert (type(loaded), loaded.variant, loaded.inputs, loaded.training) == (
+        type(model),
+        variant,
+        model.inputs,
+        False,
+    )
     again = spec.featurizer()(loaded, keys, QUERIES, CORPUS, progress=False)
     with torch.no_grad():
         assert torch.equal(loaded.score(again.batch(range(3))), scores)
 
 
 def test_query_max_length_cuts_the_query_first(toy_bert):
-    model = get_variant("monobert").build(str(toy_bert), _training("monobert", query_max_length=3), 12)
+    model = get_variant("monobert").build(
+        str(toy_bert), _training("monobert", query_max_length=3), 12
+    )
     assert model.inputs == {"query_max_length": 3}
     features = token_features(model, [("q2", "p2"), ("q3", "p3")], QUERIES, CORPUS, progress=False)
     tokens = model.tokenizer.convert_ids_to_tokens(features.encoded.ids(0))
     # "how many legs does a spider have" -> its first 3 word pieces; the passage fills the rest.
-    assert tokens == ["[CLS]", "how", "many", "legs", "[SEP]", "a", "spider", "has", "eight", "legs", "[SEP]"]
-    assert model.tokenizer.convert_ids_to_tokens(features.encoded.ids(1))[:5] == ["[CLS]", "who", "wrote", "hamlet", "[SEP]"]
+    assert tokens == [
+        "[CLS]",
+        "how",
+        "many",
+        "legs",
+        "[SEP]",
+        "a",
+        "spider",
+        "has",
+        "eight",
+        "legs",
+        "[SEP]",
+    ]
+    assert model.tokenizer.convert_ids_to_tokens(features.encoded.ids(1))[:5] == [
+        "[CLS]",
+        "who",
+        "wrote",
+        "hamlet",
+        "[SEP]",
+    ]
     assert features.summary()["pairs_query_cut"] == 1
 
 
@@ -328,8 +439,14 @@ def test_query_max_length_cuts_the_query_first(toy_bert):
 def test_variants_are_discovered_and_listed(capsys):
     assert set(MINE) <= set(variant_names())
     assert cli_main(["variants"]) in (0, None)
-    listed = {line.split()[0]: line.split()[1] for line in capsys.readouterr().out.splitlines() if line.strip()}
-    assert {name: listed[name] for name in MINE} == {name: f"[{get_variant(name).example_kind}]" for name in MINE}
+    listed = {
+        line.split()[0]: line.split()[1]
+        for line in capsys.readouterr().out.splitlines()
+        if line.strip()
+    }
+    assert {name: listed[name] for name in MINE} == {
+        name: f"[{get_variant(name).example_kind}]" for name in MINE
+    }
 
 
 def test_default_hooks_and_load_model_errors(tmp_path):
@@ -343,10 +460,17 @@ def test_default_hooks_and_load_model_errors(tmp_path):
 
 
 def test_the_loop_never_names_a_variant():
-    for module in ("trainer", "inference", "batching", "features"):
-        source = (REPO / "src" / "reranklab" / "training" / f"{module}.py").read_text(encoding="utf-8")
+    src = REPO / "src" / "reranklab"
+    for path in [
+        src / "training" / "trainer.py",
+        src / "training" / "inference.py",
+        *sorted((src / "features").glob("*.py")),
+    ]:
+        source = path.read_text(encoding="utf-8")
         for name in MINE:
-            assert not re.search(rf"[\"']{name}[\"']", source), f"{module}.py names the variant {name}"
+            assert not re.search(rf"[\"']{name}[\"']", source), (
+                f"{path.name} names the variant {name}"
+            )
 
 
 # --- learning ---------------------------------------------------------------------------------
@@ -364,11 +488,26 @@ LEARN = {
 @pytest.mark.parametrize("variant", MINE)
 def test_training_makes_answers_outrank_negatives(toy_bert, tmp_path, variant):
     kind = get_variant(variant).example_kind
-    examples = write_examples(tmp_path / "examples.parquet", "pointwise" if kind == "pointwise" else "bertlets")
+    examples = write_examples(
+        tmp_path / "examples.parquet", "pointwise" if kind == "pointwise" else "bertlets"
+    )
     cell = toy_cell(variant, toy_bert, threads=1, **LEARN[variant])
     stats = train_model(cell, examples, QUERIES, CORPUS, tmp_path / "model", progress=False)
-    run = rerank(tmp_path / "model", candidates(), QIDS, QUERIES, CORPUS, batch_size=8, device="cpu", progress=False)
-    first = [qid for qid in QIDS if max(run[qid], key=lambda pid: (run[qid][pid], pid == positive(qid))) == positive(qid)]
+    run = rerank(
+        tmp_path / "model",
+        candidates(),
+        QIDS,
+        QUERIES,
+        CORPUS,
+        batch_size=8,
+        device="cpu",
+        progress=False,
+    )
+    first = [
+        qid
+        for qid in QIDS
+        if max(run[qid], key=lambda pid: (run[qid][pid], pid == positive(qid))) == positive(qid)
+    ]
     assert len(first) >= 7, f"the answer ranks first for {len(first)} of 8 training queries"
     assert mrr(run) >= 0.9
     mean_positive = np.mean([run[q][positive(q)] for q in QIDS])

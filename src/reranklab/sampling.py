@@ -59,7 +59,9 @@ def sample_examples(
     for qid in queries:
         positives = sorted(pid for pid, grade in qrels.get(qid, {}).items() if grade >= threshold)
         positive_set = set(positives)
-        negatives = [pid for pid, _ in rank_order(candidates.get(qid, {}), qid) if pid not in positive_set]
+        negatives = [
+            pid for pid, _ in rank_order(candidates.get(qid, {}), qid) if pid not in positive_set
+        ]
         if not positives:
             dropped_no_positive += 1
             continue
@@ -72,7 +74,11 @@ def sample_examples(
         else:
             per = int(negatives_per_positive)
             kept = rng.sample(negatives, min(per * len(positives), len(negatives)))
-            pairs = [(p, kept[(i * per + j) % len(kept)]) for i, p in enumerate(positives) for j in range(per)]
+            pairs = [
+                (p, kept[(i * per + j) % len(kept)])
+                for i, p in enumerate(positives)
+                for j in range(per)
+            ]
             # Dedupe while keeping order: with few negatives the cycle repeats pairs.
             pairs = list(dict.fromkeys(pairs))
         point_rows += [(qid, pid, 1) for pid in positives] + [(qid, pid, 0) for pid in kept]

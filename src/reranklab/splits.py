@@ -50,18 +50,26 @@ def kfold(qids: Iterable[str], k: int, seed: int, dataset: str = "") -> Folds:
 def predefined(split: Mapping[str, list[str]] | None, dataset: str = "") -> Folds:
     """The dataset's own split as a single fold (train, dev, test)."""
     if not split:
-        raise ConfigError(f"protocol.{dataset}.split: predefined, but the dataset has no predefined split (use cv)")
+        raise ConfigError(
+            f"protocol.{dataset}.split: predefined, but the dataset has no predefined split (use cv)"
+        )
     unknown = set(split) - {"train", "dev", "test"}
     if unknown or "train" not in split or "test" not in split:
-        raise ConfigError(f"{dataset}: a predefined split needs train and test (and optionally dev), got {sorted(split)}")
+        raise ConfigError(
+            f"{dataset}: a predefined split needs train and test (and optionally dev), got {sorted(split)}"
+        )
     fold = Fold("fold0", list(split["train"]), list(split.get("dev", [])), list(split["test"]))
     overlap = (set(fold.train) & set(fold.test)) | (set(fold.dev) & set(fold.test))
     if overlap:
-        raise ConfigError(f"{dataset}: {len(overlap)} queries are both in test and train/dev, e.g. {sorted(overlap)[:3]}")
+        raise ConfigError(
+            f"{dataset}: {len(overlap)} queries are both in test and train/dev, e.g. {sorted(overlap)[:3]}"
+        )
     return Folds(dataset=dataset, kind="predefined", folds=[fold])
 
 
-def make_folds(protocol: Mapping, judged_qids: Iterable[str], split: Mapping | None, seed: int, dataset: str) -> Folds:
+def make_folds(
+    protocol: Mapping, judged_qids: Iterable[str], split: Mapping | None, seed: int, dataset: str
+) -> Folds:
     """Folds as the protocol says: ``cv`` over the judged queries, or the predefined split."""
     if protocol["split"] == "cv":
         return kfold(judged_qids, int(protocol["folds"]), seed, dataset)

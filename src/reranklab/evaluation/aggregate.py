@@ -82,8 +82,17 @@ def aggregate_folds(
         FormatError: if a metrics file is not what :func:`evaluate_run` writes.
 
     Example:
-        >>> aggregate_folds([Path("f0.run"), Path("f1.run")], [Path("f0.json"), Path("f1.json")],
-        ...                 qrels, 1, Path("cell.run"), Path("cell.json"))  # doctest: +SKIP
+        >>> import tempfile
+        >>> work = Path(tempfile.mkdtemp())
+        >>> qrels = {"q1": {"a": 1}, "q2": {"b": 1}}
+        >>> folds = [{"q1": {"a": 2.0, "x": 1.0}}, {"q2": {"y": 2.0, "b": 1.0}}]
+        >>> for k, run in enumerate(folds):
+        ...     write_run(work / f"f{k}.run", run)
+        ...     write_json(work / f"f{k}.json", evaluate_run(run, qrels, measures=["MAP"]))
+        >>> cell = aggregate_folds([work / "f0.run", work / "f1.run"], [work / "f0.json", work / "f1.json"],
+        ...     qrels, 1, work / "cell.run", work / "cell.json")
+        >>> cell["fold_mean"]["MAP"], cell["n_queries"], sorted(read_run(work / "cell.run"))
+        (0.75, 2, ['q1', 'q2'])
     """
     if len(fold_runs) != len(fold_metrics):
         raise ValueError(f"{len(fold_runs)} fold runs but {len(fold_metrics)} fold metrics files")

@@ -54,8 +54,9 @@ class Scoring:
 
     Example:
         >>> s = Scoring("filtered", "WikiQA filtered", queries="relevant_and_nonrelevant")
-        >>> s.counted({"q1": {"a": 1, "b": 0}, "q2": {"a": 1}, "q3": {"a": 0}}, ["q1", "q2", "q3"])
-        (['q1'], {'no_relevant': ['q3'], 'only_relevant': ['q2']})
+        >>> counted, dropped = s.counted({"q1": {"a": 1, "b": 0}, "q2": {"a": 1}, "q3": {"a": 0}}, ["q1", "q2", "q3"])
+        >>> counted, sorted(dropped.items())
+        (['q1'], [('no_relevant', ['q3']), ('only_relevant', ['q2'])])
     """
 
     name: str

@@ -63,10 +63,19 @@ def aggregate_seeds(
             different queries.
 
     Example:
-        >>> cell = aggregate_seeds(["seed1/metrics.json", "seed2/metrics.json"], [1, 2],
-        ...                        "cells/wikiqa/pointwise-L256/metrics.json")  # doctest: +SKIP
-        >>> cell["overall"]["MAP"], cell["seed_std"]["MAP"]  # doctest: +SKIP
-        (0.712, 0.009)
+        >>> import tempfile
+        >>> from reranklab.evaluation.aggregate import aggregate_folds
+        >>> from reranklab.evaluation.evaluate import evaluate_run
+        >>> from reranklab.io import write_json, write_run
+        >>> work, qrels = Path(tempfile.mkdtemp()), {"q1": {"a": 1}}
+        >>> for seed, run in [(1, {"q1": {"a": 2.0, "x": 1.0}}), (2, {"q1": {"a": 1.0, "x": 2.0}})]:
+        ...     write_run(work / f"s{seed}.run", run)
+        ...     write_json(work / f"s{seed}.json", evaluate_run(run, qrels, measures=["MAP"]))
+        ...     _ = aggregate_folds([work / f"s{seed}.run"], [work / f"s{seed}.json"], qrels, 1,
+        ...         work / f"cell{seed}.run", work / f"seed{seed}.json")
+        >>> cell = aggregate_seeds([work / "seed1.json", work / "seed2.json"], [1, 2])
+        >>> cell["overall"]["MAP"], cell["n_seeds"]
+        (0.75, 2)
     """
     paths = [Path(p) for p in metrics_paths]
     if not paths or len(paths) != len(seeds):

@@ -53,7 +53,9 @@ def untie(run: Run, rule: str) -> Run:
             ordered = sorted(items, key=lambda item: -item[1])  # stable: file order among equals
         else:
             # Score descending, then pid descending: two stable sorts, the secondary key first.
-            ordered = sorted(sorted(items, key=lambda item: item[0], reverse=True), key=lambda item: -item[1])
+            ordered = sorted(
+                sorted(items, key=lambda item: item[0], reverse=True), key=lambda item: -item[1]
+            )
         n = len(ordered)
         out[qid] = {pid: float(n - rank) for rank, (pid, _) in enumerate(ordered)}
     return out

@@ -35,8 +35,12 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     private 0600 of ``mkstemp``, so results stay readable by the group and DVC/ML users.
 
     Example:
-        >>> with atomic_path("results/x.parquet") as tmp:  # doctest: +SKIP
-        ...     frame.to_parquet(tmp)
+        >>> import tempfile
+        >>> target = Path(tempfile.mkdtemp()) / "x.txt"
+        >>> with atomic_path(target) as tmp:
+        ...     _ = tmp.write_text("done")
+        >>> target.read_text(), tmp.exists()
+        ('done', False)
     """
     final = Path(path)
     final.parent.mkdir(parents=True, exist_ok=True)
@@ -85,8 +89,12 @@ def atomic_directory(path: str | os.PathLike[str]) -> Iterator[Path]:
     directory is removed and ``path`` is untouched.
 
     Example:
-        >>> with atomic_directory("results/models/sample/pointwise-L128/fold0") as tmp:  # doctest: +SKIP
-        ...     model.save(tmp)
+        >>> import tempfile
+        >>> target = Path(tempfile.mkdtemp()) / "fold0"
+        >>> with atomic_directory(target) as tmp:
+        ...     _ = (tmp / "reranker.json").write_text("{}")
+        >>> sorted(p.name for p in target.iterdir())
+        ['reranker.json']
     """
     final = Path(path)
     tmp = temporary_directory(final)

@@ -17,7 +17,9 @@ from reranklab.io.atomic import atomic_path
 SCHEMA = pa.schema([("pid", pa.string()), ("text", pa.string())])
 
 
-def write_corpus(path: str | os.PathLike[str], passages: Iterable[tuple[str, str]] | dict[str, str]) -> int:
+def write_corpus(
+    path: str | os.PathLike[str], passages: Iterable[tuple[str, str]] | dict[str, str]
+) -> int:
     """Write (pid, text) pairs; the format follows the suffix (.parquet or .jsonl). Returns the count."""
     items = passages.items() if isinstance(passages, dict) else passages
     pids: list[str] = []
@@ -38,7 +40,9 @@ def write_corpus(path: str | os.PathLike[str], passages: Iterable[tuple[str, str
     return len(pids)
 
 
-def read_corpus(path: str | os.PathLike[str], pids: Collection[str] | None = None) -> dict[str, str]:
+def read_corpus(
+    path: str | os.PathLike[str], pids: Collection[str] | None = None
+) -> dict[str, str]:
     """Read a corpus into ``{pid: text}`` (insertion order = file order).
 
     Args:
@@ -48,7 +52,11 @@ def read_corpus(path: str | os.PathLike[str], pids: Collection[str] | None = Non
             absent from the file are simply absent from the result: callers name them.
 
     Example:
-        >>> corpus = read_corpus("results/data/sample/corpus.parquet", pids={"p1", "p7"})  # doctest: +SKIP
+        >>> import tempfile
+        >>> path = Path(tempfile.mkdtemp()) / "corpus.parquet"
+        >>> _ = write_corpus(path, {"p1": "a cat", "p2": "a dog", "p7": "a bird"})
+        >>> read_corpus(path, pids={"p1", "p7", "p9"})
+        {'p1': 'a cat', 'p7': 'a bird'}
     """
     wanted = None if pids is None else set(pids)
     source = Path(path)
@@ -64,12 +72,16 @@ def read_corpus(path: str | os.PathLike[str], pids: Collection[str] | None = Non
                     if wanted is None or pid in wanted:
                         corpus[pid] = record["text"]
                 except (json.JSONDecodeError, KeyError, TypeError) as exc:
-                    raise FormatError(path, lineno, f"expected a JSON object with 'pid' and 'text' ({exc})") from None
+                    raise FormatError(
+                        path, lineno, f"expected a JSON object with 'pid' and 'text' ({exc})"
+                    ) from None
         return corpus
     try:
         if wanted is None:
             table = pq.read_table(source, columns=["pid", "text"])
-            return dict(zip(table.column("pid").to_pylist(), table.column("text").to_pylist(), strict=True))
+            return dict(
+                zip(table.column("pid").to_pylist(), table.column("text").to_pylist(), strict=True)
+            )
         corpus = {}
         value_set = pa.array(sorted(wanted), type=pa.string())
         parquet = pq.ParquetFile(source)
@@ -85,7 +97,11 @@ def read_corpus(path: str | os.PathLike[str], pids: Collection[str] | None = Non
             if not pc.any(mask).as_py():
                 continue
             text = parquet.read_row_group(group, columns=["text"]).column(0)
-            corpus.update(zip(pid.filter(mask).to_pylist(), text.filter(mask).to_pylist(), strict=True))
+            corpus.update(
+                zip(pid.filter(mask).to_pylist(), text.filter(mask).to_pylist(), strict=True)
+            )
         return corpus
     except (pa.ArrowInvalid, KeyError) as exc:
-        raise FormatError(path, None, f"not a corpus Parquet file with columns pid, text ({exc})") from None
+        raise FormatError(
+            path, None, f"not a corpus Parquet file with columns pid, text ({exc})"
+        ) from None

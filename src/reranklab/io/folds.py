@@ -50,7 +50,10 @@ def read_folds(path: str | os.PathLike[str]) -> Folds:
             kind=raw["kind"],
             seed=raw.get("seed"),
             meta=raw.get("meta", {}),
-            folds=[Fold(f["name"], list(f["train"]), list(f["dev"]), list(f["test"])) for f in raw["folds"]],
+            folds=[
+                Fold(f["name"], list(f["train"]), list(f["dev"]), list(f["test"]))
+                for f in raw["folds"]
+            ],
         )
     except (KeyError, TypeError) as exc:
         raise FormatError(path, None, f"not a folds file: missing {exc}") from None

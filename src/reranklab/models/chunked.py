@@ -26,10 +26,10 @@ import numpy as np
 import torch
 from torch import nn
 
-from reranklab.errors import ReranklabError
+from reranklab.features.cache import encode_cached
+from reranklab.features.types import EncodedPairs, KeyedPairs, distinct_pairs
 from reranklab.models.reranker import CrossEncoderReranker, load_reranker
 from reranklab.models.saved import load_tensors, read_meta, ready, save_tensors
-from reranklab.training.features import EncodedPairs
 
 POOLING_FILE = "pooling.safetensors"
 POOLINGS = ("attention", "max")
@@ -79,7 +79,13 @@ class ChunkPooling(nn.Module):
         initializer_range: standard deviation of the initial weights (the encoder's).
     """
 
-    def __init__(self, hidden_size: int, pooling: str = "attention", attention_size: int = 192, initializer_range: float = 0.02) -> None:
+    def __init__(
+        self,
+        hidden_size: int,
+        pooling: str = "attention",
+        attention_size: int = 192,
+        initializer_range: float = 0.02,
+    ) -> None:
         super().__init__()
         if pooling not in POOLINGS:
             raise ValueError(f"unknown pooling {pooling!r} (known: {', '.join(POOLINGS)})")
@@ -101,7 +107,9 @@ class ChunkPooling(nn.Module):
     def forward(self, vectors: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         mask = mask.bool()
         if self.pooling == "max":
-            return vectors.masked_fill(~mask.unsqueeze(-1), torch.finfo(vectors.dtype).min).amax(dim=1)
+            return vectors.masked_fill(~mask.unsqueeze(-1), torch.finfo(vectors.dtype).min).amax(
+                dim=1
+            )
         return (self.weights(vectors, mask).unsqueeze(-1) * vectors).sum(dim=1)
 
 
@@ -116,19 +124,40 @@ class ChunkedReranker(CrossEncoderReranker):
         attention_size: size of the additive attention.
 
     Example:
-        >>> logits = model(input_ids, attention_mask, token_type_ids, chunk_mask)  # doctest: +SKIP
-        >>> logits.shape  # input_ids [B, C, W] -> one scalar per pair  # doctest: +SKIP
-        torch.Size([4, 1])
+        >>> from reranklab.models.tiny import tiny_encoder
+        >>> encoder, tokenizer = tiny_encoder(["who", "is", "it", "me", "you"])
+        >>> model = ChunkedReranker(encoder, tokenizer, variant="chunked", num_outputs=1, score="logit",
+        ...     max_length=16, inputs={"chunks": 2, "chunk_length": 16})
+        >>> features = chunk_features(model, [("q1", "p1"), ("q1", "p2")], {"q1": "who is it"},
+        ...     {"p1": "it is me and you", "p2": "me"}, progress=False)
+        >>> logits = model(**features.batch([0, 1]))  # input_ids [B, C, W]: one scalar per pair
+        >>> logits.shape, features.chunk_mask.tolist()
+        (torch.Size([2, 1]), [[True, True], [True, False]])
     """
 
-    def __init__(self, encoder: nn.Module, tokenizer: Any, *, pooling: str = "attention", attention_size: int = 192, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        encoder: nn.Module,
+        tokenizer: Any,
+        *,
+        pooling: str = "attention",
+        attention_size: int = 192,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(encoder, tokenizer, **kwargs)
         self.pooling = ChunkPooling(
-            self.head.in_features, pooling, attention_size, getattr(encoder.config, "initializer_range", 0.02)
+            self.head.in_features,
+            pooling,
+            attention_size,
+            getattr(encoder.config, "initializer_range", 0.02),
         )
 
     def head_config(self) -> dict[str, Any]:
-        return {**super().head_config(), "pooling": self.pooling.pooling, "attention_size": self.pooling.attention_size}
+        return {
+            **super().head_config(),
+            "pooling": self.pooling.pooling,
+            "attention_size": self.pooling.attention_size,
+        }
 
     def forward(
         self,
@@ -144,7 +173,11 @@ class ChunkedReranker(CrossEncoderReranker):
         valid = chunk_mask.bool().reshape(-1)
         # Only the non-empty chunks go through the encoder.
         flat_types = None if token_type_ids is None else token_type_ids.reshape(-1, width)[valid]
-        encoded = self.encode(input_ids.reshape(-1, width)[valid], attention_mask.reshape(-1, width)[valid], flat_types)
+        encoded = self.encode(
+            input_ids.reshape(-1, width)[valid],
+            attention_mask.reshape(-1, width)[valid],
+            flat_types,
+        )
         # Pooling and head in fp32 even under bf16/fp16 autocast, as the base class's head: a
         # half-precision logit keeps ~3 significant digits and would turn close scores into ties.
         with torch.autocast(device_type=encoded.device.type, enabled=False):
@@ -161,13 +194,20 @@ class ChunkedReranker(CrossEncoderReranker):
         return out
 
 
-def load_chunked(directory: str | Path, device: torch.device | str | None = None) -> ChunkedReranker:
+def load_chunked(
+    directory: str | Path, device: torch.device | str | None = None
+) -> ChunkedReranker:
     """Restore a :class:`ChunkedReranker` saved with :meth:`ChunkedReranker.save` (eval mode).
 
     Example:
-        >>> model = load_chunked("results/models/sample/chunked-L256/fold0")  # doctest: +SKIP
-        >>> model.inputs  # doctest: +SKIP
-        {'chunks': 2, 'chunk_length': 128}
+        >>> import tempfile
+        >>> from reranklab.models.tiny import tiny_encoder
+        >>> encoder, tokenizer = tiny_encoder(["who", "is", "it"])
+        >>> saved = ChunkedReranker(encoder, tokenizer, variant="chunked", num_outputs=1, score="logit",
+        ...     max_length=16, inputs={"chunks": 2, "chunk_length": 16}).save(tempfile.mkdtemp())
+        >>> model = load_chunked(saved)
+        >>> model.inputs["chunks"], model.pooling.pooling
+        (2, 'attention')
     """
     path = Path(directory)
     base = load_reranker(path)
@@ -192,39 +232,37 @@ def load_chunked(directory: str | Path, device: torch.device | str | None = None
 
 
 @dataclass(frozen=True)
-class ChunkedPairs:
-    """The :class:`~reranklab.training.features.PairFeatures` of chunked pairs.
+class ChunkedPairs(KeyedPairs):
+    """The :class:`~reranklab.features.types.PairFeatures` of chunked pairs.
 
     Pair ``i``'s chunk ``j`` is sequence ``i * chunks + j`` of ``encoded``; ``chunk_mask[i, j]``
     is False for an empty chunk.
     """
 
-    keys: list[tuple[str, str]]
-    position: dict[tuple[str, str], int]
     encoded: EncodedPairs
     chunks: int
     chunk_mask: np.ndarray
     pad_token_id: int = 0
 
-    def __len__(self) -> int:
-        return len(self.keys)
-
-    def __getitem__(self, key: tuple[str, str]) -> int:
-        return self.position[key]
-
     @property
     def lengths(self) -> np.ndarray:
         # The padded width of a pair's chunks is its longest chunk sequence.
-        return self.encoded.lengths.reshape(-1, self.chunks).max(axis=1) if len(self) else np.zeros(0, dtype=np.int64)
+        return (
+            self.encoded.lengths.reshape(-1, self.chunks).max(axis=1)
+            if len(self)
+            else np.zeros(0, dtype=np.int64)
+        )
 
-    def batch(self, rows: Sequence[int] | np.ndarray, pad_to_multiple_of: int | None = None) -> dict[str, Any]:
+    def batch(
+        self, rows: Sequence[int] | np.ndarray, pad_to_multiple_of: int | None = None
+    ) -> dict[str, Any]:
         """``input_ids``, ``attention_mask`` (, ``token_type_ids``) ``[B, C, W]`` and ``chunk_mask`` ``[B, C]``."""
-        from reranklab.training.batching import pad_batch
-
         rows = np.asarray(rows, dtype=np.int64)
         sequences = (rows[:, None] * self.chunks + np.arange(self.chunks)).reshape(-1)
-        flat = pad_batch(self.encoded, sequences, self.pad_token_id, pad_to_multiple_of)
-        inputs: dict[str, Any] = {name: tensor.view(len(rows), self.chunks, -1) for name, tensor in flat.items()}
+        flat = self.encoded.pad(sequences, self.pad_token_id, pad_to_multiple_of)
+        inputs: dict[str, Any] = {
+            name: tensor.view(len(rows), self.chunks, -1) for name, tensor in flat.items()
+        }
         inputs["chunk_mask"] = torch.from_numpy(self.chunk_mask[rows])
         return inputs
 
@@ -252,29 +290,32 @@ def chunk_features(
     ``model.inputs["query_max_length"]``; tokenises through the model step's feature cache.
 
     Example:
-        >>> features = chunk_features(model, [("q1", "p1")], queries, corpus)  # doctest: +SKIP
-        >>> features.batch([0])["input_ids"].shape[:2]  # doctest: +SKIP
-        torch.Size([1, 2])
+        >>> from types import SimpleNamespace
+        >>> from reranklab.models.tiny import tiny_tokenizer
+        >>> tokenizer = tiny_tokenizer(["who", "me", "you"])
+        >>> model = SimpleNamespace(tokenizer=tokenizer, max_length=16, inputs={"chunks": 2})
+        >>> features = chunk_features(model, [("q1", "p1")], {"q1": "who"}, {"p1": "me you"}, progress=False)
+        >>> [tokenizer.convert_ids_to_tokens(ids) for ids in features.batch([0])["input_ids"][0]]
+        [['[CLS]', 'who', '[SEP]', 'me', '[SEP]'], ['[CLS]', 'who', '[SEP]', 'you', '[SEP]']]
     """
-    from reranklab.training.cache import encode_cached
-
     chunks = int(model.inputs["chunks"])
-    position: dict[tuple[str, str], int] = {}
-    for key in id_pairs:
-        position.setdefault(key, len(position))
+    position = distinct_pairs(id_pairs, queries, corpus)
     keys = list(position)
     texts: list[tuple[str, str]] = []
     mask = np.zeros((len(keys), chunks), dtype=bool)
     for i, (qid, pid) in enumerate(keys):
-        if qid not in queries:
-            raise ReranklabError(f"query {qid!r} has no text in the queries file")
-        if pid not in corpus:
-            raise ReranklabError(f"passage {pid!r} (candidate of query {qid!r}) is not in the corpus")
         parts = split_passage(corpus[pid], chunks)
         mask[i] = [bool(part) for part in parts]
         mask[i, 0] = True  # an empty passage is still one (query, "") sequence
         texts.extend((queries[qid], part) for part in parts)
     encoded = encode_cached(
-        model.tokenizer, texts, int(model.max_length), query_max_length=model.inputs.get("query_max_length"), desc="tokenise chunks", progress=progress
+        model.tokenizer,
+        texts,
+        int(model.max_length),
+        query_max_length=model.inputs.get("query_max_length"),
+        desc="tokenise chunks",
+        progress=progress,
     )
-    return ChunkedPairs(keys, position, encoded, chunks, mask, int(model.tokenizer.pad_token_id or 0))
+    return ChunkedPairs(
+        keys, position, encoded, chunks, mask, int(model.tokenizer.pad_token_id or 0)
+    )

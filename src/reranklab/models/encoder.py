@@ -96,10 +96,14 @@ def load_encoder(name: str, **model_kwargs: Any) -> tuple[PreTrainedModel, PreTr
     try:
         tokenizer = AutoTokenizer.from_pretrained(resolved, **common)
     except OSError as exc:
-        raise ConfigError(f"training.encoder: cannot load a tokenizer from {name!r} ({exc})") from None
+        raise ConfigError(
+            f"training.encoder: cannot load a tokenizer from {name!r} ({exc})"
+        ) from None
     try:
         try:
-            model = AutoModel.from_pretrained(resolved, attn_implementation="sdpa", **common, **model_kwargs)
+            model = AutoModel.from_pretrained(
+                resolved, attn_implementation="sdpa", **common, **model_kwargs
+            )
         except (ValueError, ImportError):
             # The architecture has no SDPA implementation: fall back to its default attention.
             model = AutoModel.from_pretrained(resolved, **common, **model_kwargs)
@@ -109,7 +113,10 @@ def load_encoder(name: str, **model_kwargs: Any) -> tuple[PreTrainedModel, PreTr
 
 
 def encoder_inputs(
-    encoder: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor | None
+    encoder: Any,
+    input_ids: torch.Tensor,
+    attention_mask: torch.Tensor,
+    token_type_ids: torch.Tensor | None,
 ) -> dict[str, torch.Tensor]:
     """The keyword arguments of ``encoder`` (segment ids only when it has segment embeddings)."""
     inputs = {"input_ids": input_ids, "attention_mask": attention_mask}
@@ -132,10 +139,14 @@ def select_device(setting: str = "auto") -> torch.device:
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if setting.startswith("cuda"):
         if not torch.cuda.is_available():
-            raise ConfigError(f"training.device: {setting!r} asked for, but CUDA is not available here (use auto or cpu)")
+            raise ConfigError(
+                f"training.device: {setting!r} asked for, but CUDA is not available here (use auto or cpu)"
+            )
         device = torch.device(setting)
         if device.index is not None and device.index >= torch.cuda.device_count():
-            raise ConfigError(f"training.device: {setting!r}, but only {torch.cuda.device_count()} CUDA device(s) exist")
+            raise ConfigError(
+                f"training.device: {setting!r}, but only {torch.cuda.device_count()} CUDA device(s) exist"
+            )
         return device
     if setting == "cpu":
         return torch.device("cpu")

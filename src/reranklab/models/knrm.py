@@ -25,7 +25,11 @@ LOG_SCALE = 0.01
 
 
 def kernel_pooling(
-    matrix: torch.Tensor, query_mask: torch.Tensor, passage_mask: torch.Tensor, mus: torch.Tensor, sigmas: torch.Tensor
+    matrix: torch.Tensor,
+    query_mask: torch.Tensor,
+    passage_mask: torch.Tensor,
+    mus: torch.Tensor,
+    sigmas: torch.Tensor,
 ) -> torch.Tensor:
     """Soft-TF features ``φ [B, K]`` of translation matrices ``[B, Lq, Ld]``.
 
@@ -37,7 +41,9 @@ def kernel_pooling(
         0.0
     """
     diff = matrix.unsqueeze(-1) - mus
-    kernels = torch.exp(-(diff**2) / (2 * sigmas**2)) * passage_mask[:, None, :, None].to(matrix.dtype)
+    kernels = torch.exp(-(diff**2) / (2 * sigmas**2)) * passage_mask[:, None, :, None].to(
+        matrix.dtype
+    )
     per_query_word = torch.log(kernels.sum(dim=2).clamp(min=1e-10)) * LOG_SCALE
     return (per_query_word * query_mask.unsqueeze(-1).to(matrix.dtype)).sum(dim=1)
 
@@ -63,7 +69,13 @@ class KNRM(StaticWordRanker):
     def options(self) -> dict[str, Any]:
         return {}
 
-    def features(self, query_ids: torch.Tensor, query_mask: torch.Tensor, passage_ids: torch.Tensor, passage_mask: torch.Tensor) -> torch.Tensor:
+    def features(
+        self,
+        query_ids: torch.Tensor,
+        query_mask: torch.Tensor,
+        passage_ids: torch.Tensor,
+        passage_mask: torch.Tensor,
+    ) -> torch.Tensor:
         """Kernel features ``φ [B, 11]``."""
         query = F.normalize(self.embedding(query_ids), dim=-1, eps=1e-10)
         passage = F.normalize(self.embedding(passage_ids), dim=-1, eps=1e-10)

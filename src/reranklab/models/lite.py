@@ -1,7 +1,7 @@
 """Lite re-rankers (BERT-DMN §5.1): a trainable head on the features of a frozen encoder.
 
 The encoder is not part of the model: its features come from the cache of ``reranklab
-encode`` (:mod:`reranklab.training.frozen_features`), so the optimiser only ever sees the head
+encode`` (:mod:`reranklab.models.frozen_features`), so the optimiser only ever sees the head
 and no gradient can reach the encoder. The model records which encoder (``training.encoder``)
 and max length its features must come from; re-ranking pairs missing from the cache loads that
 encoder and encodes them.
@@ -25,6 +25,8 @@ import torch
 from torch import nn
 
 from reranklab.errors import FormatError
+from reranklab.features.types import distinct_pairs
+from reranklab.models.frozen_features import build_frozen_store, write_frozen_cache
 from reranklab.models.heads.dmn import DynamicMemoryHead
 from reranklab.models.heads.linear import ClsLinearHead
 from reranklab.models.saved import META_FILE, load_head, read_meta, ready, save_head, write_meta
@@ -42,7 +44,9 @@ def encoder_hidden_size(encoder: str) -> int:
     from reranklab.models.encoder import is_local, resolve_encoder
 
     resolved = resolve_encoder(encoder)
-    config = AutoConfig.from_pretrained(resolved, **({"local_files_only": True} if is_local(resolved) else {}))
+    config = AutoConfig.from_pretrained(
+        resolved, **({"local_files_only": True} if is_local(resolved) else {})
+    )
     return int(config.hidden_size)
 
 
@@ -148,9 +152,20 @@ class LiteReranker(nn.Module):
         try:
             options = dict(meta["head"])
             input_size = int(options.pop("input_size"))
-            model = cls(meta["head_kind"], input_size, variant=meta["variant"], max_length=int(meta["max_length"]), encoder_name=meta["encoder"], head_options=options)
+            model = cls(
+                meta["head_kind"],
+                input_size,
+                variant=meta["variant"],
+                max_length=int(meta["max_length"]),
+                encoder_name=meta["encoder"],
+                head_options=options,
+            )
         except (KeyError, TypeError, ValueError) as exc:
-            raise FormatError(path / META_FILE, None, f"incomplete or invalid lite re-ranker description ({exc!r})") from None
+            raise FormatError(
+                path / META_FILE,
+                None,
+                f"incomplete or invalid lite re-ranker description ({exc!r})",
+            ) from None
         load_head(model.head, path)
         return ready(model, device)
 
@@ -176,17 +191,22 @@ def lite_features(
         frozen_features: the cache directory of ``reranklab encode`` for this fold, or ``None``.
 
     Returns:
-        A :class:`~reranklab.training.frozen_features.FrozenFeatureStore`.
+        A :class:`~reranklab.models.frozen_features.FrozenFeatureStore`.
 
     Example:
-        >>> store = lite_features(model, keys, queries, corpus,
-        ...                       frozen_features="results/cache/sample/dmn_lite-L128/fold0")  # doctest: +SKIP
-        >>> store.summary()  # doctest: +SKIP
-        {'pairs_from_cache': 480, 'pairs_encoded': 0}
+        >>> import tempfile
+        >>> from types import SimpleNamespace
+        >>> from reranklab.models.tiny import tiny_encoder
+        >>> encoder, tokenizer = tiny_encoder(["who", "me", "you"])
+        >>> model = SimpleNamespace(fields=("cls",), encoder_name="tiny", max_length=32, device="cpu",
+        ...     encode_batch_size=8, frozen_encoder=lambda: (encoder, tokenizer))
+        >>> cache = tempfile.mkdtemp() + "/fold0"
+        >>> meta = encode_pairs(model, [("q1", "p1")], {"q1": "who"}, {"p1": "me", "p2": "you"}, cache, progress=False)
+        >>> store = lite_features(model, [("q1", "p1"), ("q1", "p2")], {"q1": "who"}, {"p1": "me", "p2": "you"},
+        ...     frozen_features=cache, progress=False)
+        >>> store.summary()
+        {'pairs_from_cache': 1, 'pairs_encoded': 1}
     """
-    from reranklab.models.segments import distinct_pairs
-    from reranklab.training.frozen_features import build_frozen_store
-
     keys = list(distinct_pairs(id_pairs, queries, corpus))
     return build_frozen_store(
         keys,
@@ -217,9 +237,6 @@ def encode_pairs(
     Returns:
         The cache's ``meta.json``.
     """
-    from reranklab.models.segments import distinct_pairs
-    from reranklab.training.frozen_features import write_frozen_cache
-
     keys = list(distinct_pairs(id_pairs, queries, corpus))
     encoder, tokenizer = model.frozen_encoder()
     return write_frozen_cache(

@@ -54,8 +54,12 @@ def add_marker_tokens(tokenizer: Any, encoder: Any, markers: int) -> int:
         How many tokens were added.
 
     Example:
-        >>> add_marker_tokens(tokenizer, encoder, 32)  # doctest: +SKIP
-        64
+        >>> from reranklab.models.tiny import tiny_encoder
+        >>> encoder, tokenizer = tiny_encoder(["ghost"])
+        >>> add_marker_tokens(tokenizer, encoder, 32), add_marker_tokens(tokenizer, encoder, 32)
+        (64, 0)
+        >>> encoder.get_input_embeddings().num_embeddings == len(tokenizer)
+        True
     """
     vocab = tokenizer.get_vocab()
     missing = [token for token in marker_tokens(markers) if token not in vocab]
@@ -76,12 +80,30 @@ def resolve_stopwords(name: str | None) -> frozenset[str]:
         return frozenset()
     import bm25s.stopwords as lists
 
-    aliases = {"en": "EN", "english": "EN", "en_plus": "EN_PLUS", "english_plus": "EN_PLUS", "de": "GERMAN", "nl": "DUTCH",
-               "fr": "FRENCH", "es": "SPANISH", "pt": "PORTUGUESE", "it": "ITALIAN", "ru": "RUSSIAN", "sv": "SWEDISH",
-               "no": "NORWEGIAN", "zh": "CHINESE", "tr": "TURKISH", "ko": "KOREAN", "da": "DANISH"}
+    aliases = {
+        "en": "EN",
+        "english": "EN",
+        "en_plus": "EN_PLUS",
+        "english_plus": "EN_PLUS",
+        "de": "GERMAN",
+        "nl": "DUTCH",
+        "fr": "FRENCH",
+        "es": "SPANISH",
+        "pt": "PORTUGUESE",
+        "it": "ITALIAN",
+        "ru": "RUSSIAN",
+        "sv": "SWEDISH",
+        "no": "NORWEGIAN",
+        "zh": "CHINESE",
+        "tr": "TURKISH",
+        "ko": "KOREAN",
+        "da": "DANISH",
+    }
     words = getattr(lists, f"STOPWORDS_{aliases.get(name.lower(), name.upper())}", None)
     if words is None:
-        raise ConfigError(f"training.marker_stopwords: unknown stop-word list {name!r} (known: {', '.join(sorted(aliases))})")
+        raise ConfigError(
+            f"training.marker_stopwords: unknown stop-word list {name!r} (known: {', '.join(sorted(aliases))})"
+        )
     return frozenset(word.lower() for word in words)
 
 
@@ -104,8 +126,11 @@ class Marker:
         stopwords: words never marked nor counted (lower case).
 
     Example:
-        >>> marker = Marker(tokenizer, markers=32)  # doctest: +SKIP
-        >>> marker("ghost meaning urban", "ghost town, an urban area")  # doctest: +SKIP
+        >>> from reranklab.models.tiny import tiny_encoder
+        >>> encoder, tokenizer = tiny_encoder(["ghost", "meaning", "urban", "town", "an", "area"])
+        >>> _ = add_marker_tokens(tokenizer, encoder, 32)
+        >>> marker = Marker(tokenizer, markers=32)
+        >>> marker("ghost meaning urban", "ghost town, an urban area")
         ('[e1] ghost [/e1] meaning [e3] urban [/e3]', '[e1] ghost [/e1] town, an [e3] urban [/e3] area')
     """
 
@@ -143,7 +168,11 @@ class Marker:
         """``{term: k}``: the distinct query terms numbered 1, 2, … in query order."""
         numbered: dict[str, int] = {}
         for word in self.words(query):
-            if word.key in numbered or word.key in self.stopwords or not any(c.isalnum() for c in word.key):
+            if (
+                word.key in numbered
+                or word.key in self.stopwords
+                or not any(c.isalnum() for c in word.key)
+            ):
                 continue
             numbered[word.key] = len(numbered) + 1
         return numbered
@@ -152,7 +181,11 @@ class Marker:
         """The marked ``(query, passage)``."""
         numbered = self.terms(query)
         passage_words = self.words(passage)
-        matched = {word.key: numbered[word.key] for word in passage_words if numbered.get(word.key, self.markers + 1) <= self.markers}
+        matched = {
+            word.key: numbered[word.key]
+            for word in passage_words
+            if numbered.get(word.key, self.markers + 1) <= self.markers
+        }
         if not matched:
             return query, passage
         return _wrap(query, self.words(query), matched), _wrap(passage, passage_words, matched)

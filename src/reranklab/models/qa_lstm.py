@@ -59,7 +59,16 @@ class QALSTM(StaticWordRanker):
 
     arch = "qa_lstm"
 
-    def __init__(self, dim: int, *, hidden: int = 256, pooling: str = "max", attention: bool = True, dropout: float = 0.5, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        dim: int,
+        *,
+        hidden: int = 256,
+        pooling: str = "max",
+        attention: bool = True,
+        dropout: float = 0.5,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(dim, **kwargs)
         if pooling not in POOLINGS:
             raise ValueError(f"pooling must be one of {', '.join(POOLINGS)}, got {pooling!r}")
@@ -74,16 +83,31 @@ class QALSTM(StaticWordRanker):
             self.w_ms = nn.Linear(2 * hidden, 1, bias=False)
 
     def options(self) -> dict[str, Any]:
-        return {"hidden": self.hidden, "pooling": self.pooling, "attention": self.attention, "dropout": self.dropout.p}
+        return {
+            "hidden": self.hidden,
+            "pooling": self.pooling,
+            "attention": self.attention,
+            "dropout": self.dropout.p,
+        }
 
     def encode(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """BiLSTM states ``[B, T, 2 * hidden]`` (zero at padding) of token rows ``ids``."""
         lengths = mask.sum(dim=1).clamp(min=1).cpu()
-        packed = pack_padded_sequence(self.embedding(ids), lengths, batch_first=True, enforce_sorted=False)
-        states, _ = pad_packed_sequence(self.lstm(packed)[0], batch_first=True, total_length=ids.shape[1])
+        packed = pack_padded_sequence(
+            self.embedding(ids), lengths, batch_first=True, enforce_sorted=False
+        )
+        states, _ = pad_packed_sequence(
+            self.lstm(packed)[0], batch_first=True, total_length=ids.shape[1]
+        )
         return self.dropout(states)
 
-    def forward(self, query_ids: torch.Tensor, query_mask: torch.Tensor, passage_ids: torch.Tensor, passage_mask: torch.Tensor) -> torch.Tensor:
+    def forward(
+        self,
+        query_ids: torch.Tensor,
+        query_mask: torch.Tensor,
+        passage_ids: torch.Tensor,
+        passage_mask: torch.Tensor,
+    ) -> torch.Tensor:
         """``cos(o_q, o_a)`` ``[B]``."""
         query_mask, passage_mask = query_mask.bool(), passage_mask.bool()
         question = masked_pool(self.encode(query_ids, query_mask), query_mask, self.pooling)

@@ -10,7 +10,8 @@ and its default is the plain cross-encoder's behaviour):
 
 ``build(encoder, training, max_length) -> model``
     A fresh, trainable model. ``training`` is the resolved training block of the cell
-    (schema defaults < ``training`` < ``defaults`` < ``variants.<name>``). Whatever the
+    (schema defaults < ``training`` < the paper's ``settings`` < ``variants.<name>``); a variant
+    reads its own settings typed, ``MySettings.from_training(training)``. Whatever the
     featurizer needs at inference time (e.g. ``query_max_length``, ``chunks``) must be read
     here and kept on the model, because re-ranking only gets the saved model.
 ``loss(model, training) -> nn.Module``
@@ -24,9 +25,9 @@ and its default is the plain cross-encoder's behaviour):
     re-ranking (loaded model, eval mode). It may preprocess texts (marking), make several
     sequences per pair (chunks), compute and cache frozen-encoder features, or build
     word-level inputs. Default (``None``):
-    :func:`reranklab.training.features.token_features`, ``[CLS] q [SEP] p [SEP]`` with the
+    :func:`reranklab.features.featurize.token_features`, ``[CLS] q [SEP] p [SEP]`` with the
     model's tokenizer at ``model.max_length`` (honouring ``model.inputs["query_max_length"]``).
-    The result follows :class:`reranklab.training.features.PairFeatures`:
+    The result follows :class:`reranklab.features.types.PairFeatures`:
     ``len(f)`` distinct pairs; ``f[qid, pid]`` their row; ``f.lengths`` (``[n]`` ints, a pair's
     cost, for length grouping and length-sorted inference); ``f.batch(rows,
     pad_to_multiple_of=None)`` the model inputs of those rows, a dict of tensors with first
@@ -56,11 +57,12 @@ from __future__ import annotations
 import importlib
 import pkgutil
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from reranklab.errors import ConfigError
+from reranklab.settings.variant import VariantSettings
 
 ExampleKind = Literal["pointwise", "triplet"]
 
@@ -75,7 +77,10 @@ class VariantSpec:
             or ``triplet`` (qid, positive pid, negative pid).
         description: one line for ``reranklab variants`` and the report.
         build: ``build(encoder, training, max_length)`` returns a fresh, trainable model.
-        defaults: the paper's training settings; the user's ``training`` block overrides them.
+        settings: the variant's settings class (its own settings and the paper's values of
+            shared ones, :class:`~reranklab.settings.variant.VariantSettings`); its preset
+            (:attr:`defaults`) wins over the user's ``training`` block, ``variants.<name>``
+            over it.
         loss: ``loss(model, training)`` returns the training loss, an ``nn.Module`` whose
             ``forward(batch)`` takes a batch of the collator of ``example_kind`` and returns
             a scalar (see :mod:`reranklab.models.losses`).
@@ -96,12 +101,22 @@ class VariantSpec:
     example_kind: ExampleKind
     description: str
     build: Callable[..., Any]
-    defaults: dict[str, Any] = field(default_factory=dict)
+    settings: type[VariantSettings] = VariantSettings
     loss: Callable[..., Any] | None = None
     featurize: Callable[..., Any] | None = None
     load: Callable[..., Any] | None = None
     encode: Callable[..., Any] | None = None
     reads_collection: bool = False
+
+    @property
+    def defaults(self) -> dict[str, Any]:
+        """The paper's settings (the preset layer of :func:`reranklab.config.resolve_training`).
+
+        Example:
+            >>> get_variant("knrm").defaults
+            {'learning_rate': 0.001, 'weight_decay': 0.0, 'warmup_ratio': 0.0, 'margin': 1.0}
+        """
+        return self.settings.preset()
 
     @property
     def needs_cache(self) -> bool:
@@ -121,14 +136,16 @@ class VariantSpec:
         if frozen_features is None:
             return {}
         if not self.needs_cache:
-            raise ConfigError(f"variant {self.name!r} reads no frozen-feature cache (got {frozen_features})")
+            raise ConfigError(
+                f"variant {self.name!r} reads no frozen-feature cache (got {frozen_features})"
+            )
         return {"frozen_features": frozen_features}
 
     def featurizer(self) -> Callable[..., Any]:
         """The featurize hook, or the default token-pair featurizer."""
         if self.featurize is not None:
             return self.featurize
-        from reranklab.training.features import token_features
+        from reranklab.features.featurize import token_features
 
         return token_features
 
@@ -157,7 +174,9 @@ def get_variant(name: str) -> VariantSpec:
     try:
         return _VARIANTS[name]
     except KeyError:
-        raise ConfigError(f"unknown variant {name!r}; known variants: {', '.join(sorted(_VARIANTS))}") from None
+        raise ConfigError(
+            f"unknown variant {name!r}; known variants: {', '.join(sorted(_VARIANTS))}"
+        ) from None
 
 
 def variant_names() -> list[str]:
@@ -173,9 +192,14 @@ def load_model(directory: str | Path, device: Any = None) -> Any:
         device: where to put it (default: CPU).
 
     Example:
-        >>> model = load_model("results/models/sample/chunked-L256/fold0")  # doctest: +SKIP
-        >>> model.variant  # doctest: +SKIP
-        'chunked'
+        >>> import tempfile
+        >>> from reranklab.models.chunked import ChunkedReranker
+        >>> from reranklab.models.tiny import tiny_encoder
+        >>> saved = ChunkedReranker(*tiny_encoder(["who"]), variant="chunked", num_outputs=1, score="logit",
+        ...     max_length=16, inputs={"chunks": 2, "chunk_length": 16}).save(tempfile.mkdtemp())
+        >>> model = load_model(saved)
+        >>> model.variant, type(model).__name__
+        ('chunked', 'ChunkedReranker')
     """
     from reranklab.errors import FormatError
     from reranklab.io.json_io import read_json
@@ -197,12 +221,13 @@ def _load_builtin() -> None:
         return
     # Set first: a variant module may look another variant up while it is being imported.
     _LOADED = True
-    import reranklab.models.variants as package
-
+    # Found by path, not by importing the package: the variant modules import this registry,
+    # and the registry depends on none of them (the import graph has no cycle).
+    package = f"{__name__.rpartition('.')[0]}.variants"
     try:
-        for module in pkgutil.iter_modules(package.__path__):
+        for module in pkgutil.iter_modules([str(Path(__file__).parent / "variants")]):
             if not module.name.startswith("_"):
-                importlib.import_module(f"{package.__name__}.{module.name}")
+                importlib.import_module(f"{package}.{module.name}")
     except BaseException:
         _LOADED = False
         raise

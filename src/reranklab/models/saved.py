@@ -80,8 +80,13 @@ def save_encoder_model(
     """Write a fine-tuned encoder, its tokenizer, its head and ``reranker.json`` to ``directory``.
 
     Example:
-        >>> save_encoder_model("results/models/x", model.encoder, model.tokenizer, model.head,
-        ...     {"variant": "pointwise", "max_length": 128})  # doctest: +SKIP
+        >>> import tempfile
+        >>> from reranklab.models.tiny import tiny_encoder
+        >>> encoder, tokenizer = tiny_encoder(["who"])
+        >>> out = save_encoder_model(tempfile.mkdtemp(), encoder, tokenizer, nn.Linear(32, 1),
+        ...     {"variant": "pointwise", "max_length": 128})
+        >>> sorted(p.name for p in out.iterdir())
+        ['config.json', 'head.safetensors', 'model.safetensors', 'reranker.json', 'tokenizer.json', 'tokenizer_config.json']
     """
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
@@ -93,7 +98,10 @@ def save_encoder_model(
 
 
 def load_encoder_model(
-    directory: str | Path, build: Callable[[Any, Any, dict[str, Any]], ModuleT], what: str, device: torch.device | str | None = None
+    directory: str | Path,
+    build: Callable[[Any, Any, dict[str, Any]], ModuleT],
+    what: str,
+    device: torch.device | str | None = None,
 ) -> ModuleT:
     """Restore what :func:`save_encoder_model` wrote: the encoder and tokenizer (offline), the
     model ``build(encoder, tokenizer, meta)`` makes around them, its head's weights; eval mode.
@@ -103,8 +111,17 @@ def load_encoder_model(
             which kind of model), or ``head.safetensors`` when it is missing or does not fit.
 
     Example:
-        >>> load_encoder_model("results/models/x", lambda enc, tok, meta: MyModel(enc, tok, **meta["head"]),
-        ...     "my model")  # doctest: +SKIP
+        >>> import tempfile
+        >>> from reranklab.models.tiny import tiny_encoder
+        >>> class Scorer(nn.Module):
+        ...     def __init__(self, encoder, tokenizer, meta):
+        ...         super().__init__()
+        ...         self.encoder, self.tokenizer, self.head = encoder, tokenizer, nn.Linear(32, 1)
+        >>> encoder, tokenizer = tiny_encoder(["who"])
+        >>> out = save_encoder_model(tempfile.mkdtemp(), encoder, tokenizer, nn.Linear(32, 1), {"variant": "x"})
+        >>> model = load_encoder_model(out, Scorer, "scorer")
+        >>> type(model).__name__, model.training
+        ('Scorer', False)
     """
     path = Path(directory)
     meta = read_meta(path)
@@ -112,7 +129,9 @@ def load_encoder_model(
         encoder, tokenizer = load_encoder(str(path.resolve()))
         model = build(encoder, tokenizer, meta)
     except (KeyError, TypeError, ValueError) as exc:
-        raise FormatError(path / META_FILE, None, f"incomplete or invalid {what} description ({exc!r})") from None
+        raise FormatError(
+            path / META_FILE, None, f"incomplete or invalid {what} description ({exc!r})"
+        ) from None
     load_head(model.head, path)
     return ready(model, device)
 

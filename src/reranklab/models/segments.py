@@ -22,8 +22,9 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from reranklab.errors import ConfigError, ReranklabError
-from reranklab.training.features import CHUNK, EncodedPairs
+from reranklab.errors import ConfigError
+from reranklab.features.tokenize import fit_queries
+from reranklab.features.types import EncodedPairs, KeyedPairs, distinct_pairs
 
 SPECIAL = -1
 QUERY = 0
@@ -35,7 +36,50 @@ _NEXT_STARTS_SENTENCE = re.compile(r"[\"'\u201c\u2018(\[]*[A-Z0-9]")
 _LAST_WORD = re.compile(r"(\w+)[.!?]+[\"'\u201d\u2019)\]]*\s*$")
 # Words after which a full stop does not end a sentence (lower-cased, without the stop).
 ABBREVIATIONS = frozenset(
-    ["mr", "mrs", "ms", "dr", "prof", "st", "jr", "sr", "vs", "no", "fig", "figs", "eq", "al", "approx", "dept", "est", "inc", "ltd", "co", "corp", "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec", "mt", "ft", "gen", "gov", "sen", "rep", "e.g", "i.e", "cf"]
+    [
+        "mr",
+        "mrs",
+        "ms",
+        "dr",
+        "prof",
+        "st",
+        "jr",
+        "sr",
+        "vs",
+        "no",
+        "fig",
+        "figs",
+        "eq",
+        "al",
+        "approx",
+        "dept",
+        "est",
+        "inc",
+        "ltd",
+        "co",
+        "corp",
+        "jan",
+        "feb",
+        "mar",
+        "apr",
+        "jun",
+        "jul",
+        "aug",
+        "sep",
+        "sept",
+        "oct",
+        "nov",
+        "dec",
+        "mt",
+        "ft",
+        "gen",
+        "gov",
+        "sen",
+        "rep",
+        "e.g",
+        "i.e",
+        "cf",
+    ]
 )
 
 
@@ -92,7 +136,7 @@ class SegmentedPairs:
     """Tokenised pairs plus each word piece's segment (``-1`` special, ``0`` query, ``k`` sentence k).
 
     Args:
-        encoded: the word pieces (as :func:`reranklab.training.features.encode_text_pairs`).
+        encoded: the word pieces (as :func:`reranklab.features.tokenize.encode_text_pairs`).
         segments: ``int16`` array aligned with ``encoded.input_ids``.
     """
 
@@ -121,7 +165,9 @@ class SegmentedPairs:
         return counts
 
 
-def _pair_segments(sequence_ids: Sequence[int | None], offsets: Sequence[tuple[int, int]], starts: np.ndarray) -> np.ndarray:
+def _pair_segments(
+    sequence_ids: Sequence[int | None], offsets: Sequence[tuple[int, int]], starts: np.ndarray
+) -> np.ndarray:
     segments = np.full(len(sequence_ids), SPECIAL, dtype=np.int16)
     passage_positions = []
     for position, (sequence, span) in enumerate(zip(sequence_ids, offsets, strict=True)):
@@ -149,7 +195,7 @@ def encode_segmented_pairs(
 ) -> SegmentedPairs:
     """Tokenise ``(query, passage)`` pairs like the cross-encoders and label every word piece.
 
-    Truncation is the cross-encoders' (:mod:`reranklab.training.features`): the passage is cut
+    Truncation is the cross-encoders' (:mod:`reranklab.features.tokenize`): the passage is cut
     to fit ``max_length``; only a query that leaves no room for any passage word piece is cut
     itself (``longest_first``).
 
@@ -167,21 +213,17 @@ def encode_segmented_pairs(
         ConfigError: the tokenizer is not a fast one.
 
     Example:
-        >>> seg = encode_segmented_pairs(tokenizer, [("who is it", "It is me. I am here.")], 32)  # doctest: +SKIP
-        >>> seg.segment_ids(0)  # doctest: +SKIP
+        >>> from reranklab.models.tiny import tiny_tokenizer
+        >>> tokenizer = tiny_tokenizer(["who", "is", "it", "me", "i", "am", "here"])
+        >>> seg = encode_segmented_pairs(tokenizer, [("who is it", "It is me. I am here.")], 32, progress=False)
+        >>> seg.segment_ids(0)
         [-1, 0, 0, 0, -1, 1, 1, 1, 1, 2, 2, 2, 2, -1]
     """
     if not getattr(tokenizer, "is_fast", False):
-        raise ConfigError("training.encoder: BERT-DMN needs a fast tokenizer (offset mapping) to find sentence boundaries")
-    special = tokenizer.num_special_tokens_to_add(pair=True)
-    query_texts = sorted({query for query, _ in pairs})
-    query_lengths: dict[str, int] = {}
-    for start in range(0, len(query_texts), CHUNK):
-        chunk = query_texts[start : start + CHUNK]
-        encoded = tokenizer(chunk, add_special_tokens=False, return_attention_mask=False, return_token_type_ids=False)
-        query_lengths.update(zip(chunk, map(len, encoded["input_ids"]), strict=True))
-    long_query = np.fromiter((query_lengths[q] + special >= max_length for q, _ in pairs), dtype=bool, count=len(pairs))
-
+        raise ConfigError(
+            "training.encoder: BERT-DMN needs a fast tokenizer (offset mapping) to find sentence boundaries"
+        )
+    fitted = fit_queries(tokenizer, pairs, max_length)
     n = len(pairs)
     ids: list[np.ndarray] = [np.empty(0, dtype=np.int32)] * n
     types: list[np.ndarray] = [np.empty(0, dtype=np.int8)] * n
@@ -189,37 +231,36 @@ def encode_segmented_pairs(
     has_types = True
     starts_of: dict[str, np.ndarray] = {}
     bar = tqdm(total=n, desc=desc, unit="pair", disable=not progress or n == 0, mininterval=1.0)
-    for truncation, selected in (("only_second", np.flatnonzero(~long_query)), ("longest_first", np.flatnonzero(long_query))):
-        for start in range(0, len(selected), CHUNK):
-            rows = selected[start : start + CHUNK]
-            batch = tokenizer(
-                [pairs[i][0] for i in rows],
-                [pairs[i][1] for i in rows],
-                truncation=truncation,
-                max_length=max_length,
-                padding=False,
-                return_attention_mask=False,
-                return_offsets_mapping=True,
+    for truncation, rows in fitted.groups():
+        batch = tokenizer(
+            [pairs[i][0] for i in rows],
+            [pairs[i][1] for i in rows],
+            truncation=truncation,
+            max_length=max_length,
+            padding=False,
+            return_attention_mask=False,
+            return_offsets_mapping=True,
+        )
+        token_types = batch.get("token_type_ids")
+        has_types = has_types and token_types is not None
+        for j, row in enumerate(rows):
+            passage = pairs[row][1]
+            if passage not in starts_of:
+                starts_of[passage] = np.asarray(
+                    [s for s, _ in sentence_spans(passage)], dtype=np.int64
+                )
+            ids[row] = np.asarray(batch["input_ids"][j], dtype=np.int32)
+            if has_types:
+                types[row] = np.asarray(token_types[j], dtype=np.int8)
+            segments[row] = _pair_segments(
+                batch.sequence_ids(j), batch["offset_mapping"][j], starts_of[passage]
             )
-            token_types = batch.get("token_type_ids")
-            has_types = has_types and token_types is not None
-            for j, row in enumerate(rows):
-                passage = pairs[row][1]
-                if passage not in starts_of:
-                    starts_of[passage] = np.asarray([s for s, _ in sentence_spans(passage)], dtype=np.int64)
-                ids[row] = np.asarray(batch["input_ids"][j], dtype=np.int32)
-                if has_types:
-                    types[row] = np.asarray(token_types[j], dtype=np.int8)
-                segments[row] = _pair_segments(batch.sequence_ids(j), batch["offset_mapping"][j], starts_of[passage])
-            bar.update(len(rows))
+        bar.update(len(rows))
     bar.close()
-    lengths = np.fromiter((len(p) for p in ids), dtype=np.int64, count=n)
-    offsets = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    input_ids = np.concatenate(ids) if n else np.empty(0, dtype=np.int32)
-    token_type_ids = (np.concatenate(types) if n else np.empty(0, dtype=np.int8)) if has_types else None
+    encoded = EncodedPairs.from_pieces(
+        ids, types if has_types else None, max_length, int(fitted.long_query.sum())
+    )
     flat_segments = np.concatenate(segments) if n else np.empty(0, dtype=np.int16)
-    encoded = EncodedPairs(input_ids, token_type_ids, offsets, int(max_length), int(long_query.sum()))
     return SegmentedPairs(encoded, flat_segments)
 
 
@@ -234,52 +275,28 @@ def pad_segments(pairs: SegmentedPairs, rows: Sequence[int] | np.ndarray, width:
     return out
 
 
-def distinct_pairs(id_pairs: Iterable[tuple[str, str]], queries: Mapping[str, str], corpus: Mapping[str, str]) -> dict[tuple[str, str], int]:
-    """``{(qid, pid): row}`` of the distinct pairs in first-seen order, each checked to have text.
-
-    Raises:
-        ReranklabError: a qid or pid has no text.
-    """
-    position: dict[tuple[str, str], int] = {}
-    for key in id_pairs:
-        if key not in position:
-            qid, pid = key
-            if qid not in queries:
-                raise ReranklabError(f"query {qid!r} has no text in the queries file")
-            if pid not in corpus:
-                raise ReranklabError(f"passage {pid!r} (candidate of query {qid!r}) is not in the corpus")
-            position[key] = len(position)
-    return position
-
-
 @dataclass(frozen=True)
-class SegmentedPairFeatures:
-    """The :class:`~reranklab.training.features.PairFeatures` of BERT-DMN: tokenised pairs + segments.
+class SegmentedPairFeatures(KeyedPairs):
+    """The :class:`~reranklab.features.types.PairFeatures` of BERT-DMN: tokenised pairs + segments.
 
     ``batch(rows)`` gives ``input_ids``, ``attention_mask`` (, ``token_type_ids``) and
     ``segments`` (``-1`` padded), all ``[len(rows), width]``.
     """
 
-    keys: list[tuple[str, str]]
-    position: dict[tuple[str, str], int]
     pairs: SegmentedPairs
     pad_token_id: int = 0
-
-    def __len__(self) -> int:
-        return len(self.keys)
-
-    def __getitem__(self, key: tuple[str, str]) -> int:
-        return self.position[key]
 
     @property
     def lengths(self) -> np.ndarray:
         return self.pairs.lengths
 
-    def batch(self, rows: Sequence[int] | np.ndarray, pad_to_multiple_of: int | None = None) -> dict[str, Any]:
-        from reranklab.training.batching import pad_batch
-
-        inputs = pad_batch(self.pairs.encoded, rows, self.pad_token_id, pad_to_multiple_of)
-        inputs["segments"] = torch.from_numpy(pad_segments(self.pairs, rows, inputs["input_ids"].shape[1]))
+    def batch(
+        self, rows: Sequence[int] | np.ndarray, pad_to_multiple_of: int | None = None
+    ) -> dict[str, Any]:
+        inputs = self.pairs.encoded.pad(rows, self.pad_token_id, pad_to_multiple_of)
+        inputs["segments"] = torch.from_numpy(
+            pad_segments(self.pairs, rows, inputs["input_ids"].shape[1])
+        )
         return inputs
 
     def summary(self) -> dict[str, Any]:
@@ -304,11 +321,16 @@ def segmented_features(
     """Tokenise and segment each distinct ``(qid, pid)`` pair once.
 
     Example:
-        >>> features = segmented_features(tokenizer, [("q1", "p1")], queries, corpus, 128)  # doctest: +SKIP
-        >>> sorted(features.batch([0]))  # doctest: +SKIP
-        ['attention_mask', 'input_ids', 'segments', 'token_type_ids']
+        >>> from reranklab.models.tiny import tiny_tokenizer
+        >>> tokenizer = tiny_tokenizer(["who", "is", "it", "me", "you"])
+        >>> features = segmented_features(tokenizer, [("q1", "p1")], {"q1": "who is it"}, {"p1": "Me. You."}, 32, progress=False)
+        >>> batch = features.batch([0])
+        >>> sorted(batch), batch["segments"].tolist()
+        (['attention_mask', 'input_ids', 'segments', 'token_type_ids'], [[-1, 0, 0, 0, -1, 1, 1, 2, 2, -1]])
     """
     position = distinct_pairs(id_pairs, queries, corpus)
     keys = list(position)
-    pairs = encode_segmented_pairs(tokenizer, [(queries[q], corpus[p]) for q, p in keys], max_length, progress=progress)
+    pairs = encode_segmented_pairs(
+        tokenizer, [(queries[q], corpus[p]) for q, p in keys], max_length, progress=progress
+    )
     return SegmentedPairFeatures(keys, position, pairs, int(tokenizer.pad_token_id or 0))

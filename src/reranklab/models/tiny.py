@@ -10,8 +10,10 @@ from __future__ import annotations
 import inspect
 import re
 import string
+import tempfile
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -47,8 +49,31 @@ def tiny_vocabulary(words: Iterable[str]) -> list[str]:
     return vocab
 
 
-def build_tiny_bert(
-    out_dir: str | Path,
+def tiny_tokenizer(words: Iterable[str], *, model_max_length: int = 512) -> Any:
+    """A lower-casing fast WordPiece tokenizer over :func:`tiny_vocabulary` of ``words``, in memory.
+
+    What :func:`build_tiny_bert` saves with its model; on its own it makes runnable examples
+    and tests of tokenisation (no download, no file).
+
+    Example:
+        >>> tokenizer = tiny_tokenizer(["what", "is", "a", "cat"])
+        >>> tokenizer.tokenize("What is a cat? A dog")
+        ['what', 'is', 'a', 'cat', '?', 'a', 'd', '##o', '##g']
+    """
+    from transformers import BertTokenizerFast
+
+    vocab = tiny_vocabulary(words)
+    options = {"do_lower_case": True, "model_max_length": model_max_length}
+    if "vocab" in inspect.signature(BertTokenizerFast.__init__).parameters:
+        # transformers >= 5 builds the WordPiece model from a vocab mapping.
+        return BertTokenizerFast(vocab={token: i for i, token in enumerate(vocab)}, **options)
+    with tempfile.TemporaryDirectory() as tmp:
+        vocab_file = Path(tmp) / "vocab.txt"
+        vocab_file.write_text("\n".join(vocab) + "\n", encoding="utf-8")
+        return BertTokenizerFast(vocab_file=str(vocab_file), **options)
+
+
+def tiny_encoder(
     words: Iterable[str],
     *,
     hidden_size: int = 32,
@@ -57,38 +82,28 @@ def build_tiny_bert(
     intermediate_size: int = 64,
     max_position_embeddings: int = 512,
     seed: int = 0,
-) -> Path:
-    """Write a tiny random BERT and its tokenizer to ``out_dir`` (``save_pretrained`` layout).
+) -> tuple[Any, Any]:
+    """A tiny random ``BertModel`` and its :func:`tiny_tokenizer`, in memory.
 
     Args:
-        out_dir: directory to create (or overwrite files in).
-        words: words the vocabulary must hold whole (e.g. every word of a test corpus).
+        words: words the vocabulary must hold whole.
         hidden_size, layers, heads, intermediate_size, max_position_embeddings: the shape.
         seed: initialisation seed (the same words and seed give the same weights).
 
     Returns:
-        ``out_dir`` as a Path, loadable with ``AutoModel`` / ``AutoTokenizer`` offline.
+        ``(encoder, tokenizer)``, as :func:`reranklab.models.encoder.load_encoder` gives.
 
     Example:
-        >>> path = build_tiny_bert(tmp_path / "tiny", ["what", "is", "a", "cat"])  # doctest: +SKIP
-        >>> load_encoder(str(path))  # doctest: +SKIP
+        >>> encoder, tokenizer = tiny_encoder(["who", "is", "it"])
+        >>> encoder(**tokenizer(["who is it"], return_tensors="pt")).last_hidden_state.shape
+        torch.Size([1, 5, 32])
     """
-    from transformers import BertConfig, BertModel, BertTokenizerFast
+    from transformers import BertConfig, BertModel
 
     from reranklab.models.encoder import quiet_transformers
 
     quiet_transformers()
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    vocab = tiny_vocabulary(words)
-    vocab_file = out / "vocab.txt"
-    vocab_file.write_text("\n".join(vocab) + "\n", encoding="utf-8")
-    options = {"do_lower_case": True, "model_max_length": max_position_embeddings}
-    if "vocab" in inspect.signature(BertTokenizerFast.__init__).parameters:
-        # transformers >= 5 builds the WordPiece model from a vocab mapping.
-        tokenizer = BertTokenizerFast(vocab={token: i for i, token in enumerate(vocab)}, **options)
-    else:
-        tokenizer = BertTokenizerFast(vocab_file=str(vocab_file), **options)
+    tokenizer = tiny_tokenizer(words, model_max_length=max_position_embeddings)
     config = BertConfig(
         vocab_size=len(tokenizer),
         hidden_size=hidden_size,
@@ -102,7 +117,36 @@ def build_tiny_bert(
     # fork_rng: building the fixture must not move the caller's global random state.
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        model = BertModel(config)
-    model.save_pretrained(out)
+        encoder = BertModel(config)
+    return encoder, tokenizer
+
+
+def build_tiny_bert(out_dir: str | Path, words: Iterable[str], **shape: Any) -> Path:
+    """Write a tiny random BERT and its tokenizer to ``out_dir`` (``save_pretrained`` layout).
+
+    Args:
+        out_dir: directory to create (or overwrite files in).
+        words: words the vocabulary must hold whole (e.g. every word of a test corpus).
+        shape: ``hidden_size``, ``layers``, ``heads``, ``intermediate_size``,
+            ``max_position_embeddings``, ``seed``: as :func:`tiny_encoder`.
+
+    Returns:
+        ``out_dir`` as a Path, loadable with ``AutoModel`` / ``AutoTokenizer`` offline.
+
+    Example:
+        >>> import tempfile
+        >>> from reranklab.models.encoder import load_encoder
+        >>> path = build_tiny_bert(Path(tempfile.mkdtemp()) / "tiny", ["what", "is", "a", "cat"])
+        >>> encoder, tokenizer = load_encoder(str(path))
+        >>> encoder.config.hidden_size, tokenizer.tokenize("What is a cat")
+        (32, ['what', 'is', 'a', 'cat'])
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    words = list(words)
+    encoder, tokenizer = tiny_encoder(words, **shape)
+    # transformers >= 5 saves only tokenizer.json; vocab.txt keeps the directory readable by older ones.
+    (out / "vocab.txt").write_text("\n".join(tiny_vocabulary(words)) + "\n", encoding="utf-8")
+    encoder.save_pretrained(out)
     tokenizer.save_pretrained(out)
     return out

@@ -26,9 +26,9 @@ from safetensors.torch import load_file
 from torch import nn
 
 from reranklab.errors import ConfigError, FormatError
+from reranklab.features.types import KeyedPairs, distinct_pairs, ragged
 from reranklab.io.atomic import atomic_write_text
 from reranklab.models.saved import META_FILE, read_meta, ready, save_tensors, write_meta
-from reranklab.models.segments import distinct_pairs
 from reranklab.models.word_vectors import (
     PAD,
     UNK,
@@ -66,7 +66,9 @@ def source_dimension(source: Mapping[str, str]) -> tuple[int, Any]:
         config = AutoConfig.from_pretrained(resolved, **common)
         tokenizer = AutoTokenizer.from_pretrained(resolved, **common)
     except OSError as exc:
-        raise ConfigError(f"training.encoder: cannot load {source['encoder']!r} for its embedding matrix ({exc})") from None
+        raise ConfigError(
+            f"training.encoder: cannot load {source['encoder']!r} for its embedding matrix ({exc})"
+        ) from None
     return int(config.hidden_size), tokenizer
 
 
@@ -88,7 +90,15 @@ class StaticWordRanker(nn.Module):
 
     arch: ClassVar[str]
 
-    def __init__(self, dim: int, *, variant: str, max_length: int, source: Mapping[str, str], tokenizer: Any = None) -> None:
+    def __init__(
+        self,
+        dim: int,
+        *,
+        variant: str,
+        max_length: int,
+        source: Mapping[str, str],
+        tokenizer: Any = None,
+    ) -> None:
         super().__init__()
         self.variant = variant
         self.max_length = int(max_length)
@@ -113,10 +123,14 @@ class StaticWordRanker(nn.Module):
             return word_tokens(text)
         return self.tokenizer.tokenize(text)
 
-    def set_vocabulary(self, tokens: Sequence[str], matrix: np.ndarray, unknown_vectors: int = 0) -> None:
+    def set_vocabulary(
+        self, tokens: Sequence[str], matrix: np.ndarray, unknown_vectors: int = 0
+    ) -> None:
         """Install the vocabulary ``[PAD], [UNK], *tokens`` and its frozen ``matrix``."""
         if matrix.shape != (len(tokens) + 2, self.embedding.embedding_dim):
-            raise ValueError(f"matrix {matrix.shape} does not fit {len(tokens)} tokens + 2 of size {self.embedding.embedding_dim}")
+            raise ValueError(
+                f"matrix {matrix.shape} does not fit {len(tokens)} tokens + 2 of size {self.embedding.embedding_dim}"
+            )
         self.vocabulary = {token: row for row, token in enumerate([PAD, UNK, *tokens])}
         self.unknown_vectors = int(unknown_vectors)
         weights = torch.from_numpy(np.ascontiguousarray(matrix, dtype=np.float32)).to(self.device)
@@ -138,7 +152,9 @@ class StaticWordRanker(nn.Module):
         """Vocabulary rows of the first ``max_length`` tokens of ``text`` (unknown tokens: row 1)."""
         assert self.vocabulary is not None
         get = self.vocabulary.get
-        return np.fromiter((get(t, 1) for t in self.tokenize(text)[: self.max_length]), dtype=np.int64)
+        return np.fromiter(
+            (get(t, 1) for t in self.tokenize(text)[: self.max_length]), dtype=np.int64
+        )
 
     def score(self, features: Mapping[str, torch.Tensor]) -> torch.Tensor:
         """Ranking scores ``[B]`` (float64); by default the model's output. A subclass whose
@@ -168,7 +184,9 @@ class StaticWordRanker(nn.Module):
         return out
 
     @classmethod
-    def load(cls, directory: str | Path, device: torch.device | str | None = None) -> StaticWordRanker:
+    def load(
+        cls, directory: str | Path, device: torch.device | str | None = None
+    ) -> StaticWordRanker:
         """Restore a model written by :meth:`save`, in eval mode."""
         path = Path(directory)
         meta = read_meta(path)
@@ -177,10 +195,23 @@ class StaticWordRanker(nn.Module):
             if meta["source"]["kind"] == "encoder":
                 from transformers import AutoTokenizer
 
-                tokenizer = AutoTokenizer.from_pretrained(str(path.resolve()), local_files_only=True)
-            model = cls(int(meta["dim"]), variant=meta["variant"], max_length=int(meta["max_length"]), source=meta["source"], tokenizer=tokenizer, **meta["options"])
+                tokenizer = AutoTokenizer.from_pretrained(
+                    str(path.resolve()), local_files_only=True
+                )
+            model = cls(
+                int(meta["dim"]),
+                variant=meta["variant"],
+                max_length=int(meta["max_length"]),
+                source=meta["source"],
+                tokenizer=tokenizer,
+                **meta["options"],
+            )
         except (KeyError, TypeError, ValueError, OSError) as exc:
-            raise FormatError(path / META_FILE, None, f"incomplete or invalid {cls.__name__} description ({exc!r})") from None
+            raise FormatError(
+                path / META_FILE,
+                None,
+                f"incomplete or invalid {cls.__name__} description ({exc!r})",
+            ) from None
         vocab_path = path / VOCAB_FILE
         if not vocab_path.is_file():
             raise FormatError(vocab_path, None, "the vocabulary is missing")
@@ -188,23 +219,22 @@ class StaticWordRanker(nn.Module):
         state = load_file(str(path / WEIGHTS_FILE))
         matrix = state["embedding.weight"].numpy()
         if len(tokens) != len(matrix) or tokens[:2] != [PAD, UNK]:
-            raise FormatError(vocab_path, None, f"{len(tokens)} tokens for {len(matrix)} embedding rows")
+            raise FormatError(
+                vocab_path, None, f"{len(tokens)} tokens for {len(matrix)} embedding rows"
+            )
         model.set_vocabulary(tokens[2:], matrix, int(meta.get("unknown_vectors", 0)))
         try:
             model.load_state_dict(state)
         except RuntimeError as exc:
-            raise FormatError(path / WEIGHTS_FILE, None, f"the weights do not fit the description ({exc})") from None
+            raise FormatError(
+                path / WEIGHTS_FILE, None, f"the weights do not fit the description ({exc})"
+            ) from None
         return ready(model, device)
 
 
-def _ragged(arrays: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    offsets = np.zeros(len(arrays) + 1, dtype=np.int64)
-    np.cumsum([len(a) for a in arrays], out=offsets[1:])
-    flat = np.concatenate(arrays) if arrays else np.empty(0, dtype=np.int64)
-    return flat, offsets
-
-
-def _pad(flat: np.ndarray, offsets: np.ndarray, rows: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
+def _pad(
+    flat: np.ndarray, offsets: np.ndarray, rows: np.ndarray
+) -> tuple[torch.Tensor, torch.Tensor]:
     lengths = offsets[rows + 1] - offsets[rows]
     width = max(int(lengths.max()) if len(rows) else 0, 1)
     ids = np.zeros((len(rows), width), dtype=np.int64)
@@ -215,35 +245,34 @@ def _pad(flat: np.ndarray, offsets: np.ndarray, rows: np.ndarray) -> tuple[torch
 
 
 @dataclass(frozen=True)
-class WordPairFeatures:
-    """The :class:`~reranklab.training.features.PairFeatures` of the word-vector baselines.
+class WordPairFeatures(KeyedPairs):
+    """The :class:`~reranklab.features.types.PairFeatures` of the word-vector baselines.
 
     ``batch(rows)`` gives ``query_ids [B, Lq]``, ``query_mask``, ``passage_ids [B, Lp]``,
     ``passage_mask`` (row 0 = padding; ``Lq, Lp >= 1``).
     """
 
-    keys: list[tuple[str, str]]
-    position: dict[tuple[str, str], int]
     query: tuple[np.ndarray, np.ndarray]
     passage: tuple[np.ndarray, np.ndarray]
     max_length: int
     unknown_tokens: int = 0
 
-    def __len__(self) -> int:
-        return len(self.keys)
-
-    def __getitem__(self, key: tuple[str, str]) -> int:
-        return self.position[key]
-
     @property
     def lengths(self) -> np.ndarray:
         return np.diff(self.query[1]) + np.diff(self.passage[1])
 
-    def batch(self, rows: Sequence[int] | np.ndarray, pad_to_multiple_of: int | None = None) -> dict[str, Any]:
+    def batch(
+        self, rows: Sequence[int] | np.ndarray, pad_to_multiple_of: int | None = None
+    ) -> dict[str, Any]:
         rows = np.asarray(rows, dtype=np.int64)
         query_ids, query_mask = _pad(*self.query, rows)
         passage_ids, passage_mask = _pad(*self.passage, rows)
-        return {"query_ids": query_ids, "query_mask": query_mask, "passage_ids": passage_ids, "passage_mask": passage_mask}
+        return {
+            "query_ids": query_ids,
+            "query_mask": query_mask,
+            "passage_ids": passage_ids,
+            "passage_mask": passage_mask,
+        }
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -267,8 +296,13 @@ def word_features(
     token rows, cut to ``model.max_length`` tokens each.
 
     Example:
-        >>> features = word_features(model, [("q1", "p1")], queries, corpus)  # doctest: +SKIP
-        >>> sorted(features.batch([0]))  # doctest: +SKIP
+        >>> import tempfile
+        >>> from reranklab.models.knrm import KNRM
+        >>> glove = Path(tempfile.mkdtemp()) / "toy.2d.txt"
+        >>> _ = glove.write_text("who 1 0\\nme 0 1\\n")
+        >>> model = KNRM(2, variant="knrm", max_length=8, source={"kind": "glove", "path": str(glove)})
+        >>> features = word_features(model, [("q1", "p1")], {"q1": "who"}, {"p1": "me"}, progress=False)
+        >>> sorted(features.batch([0]))
         ['passage_ids', 'passage_mask', 'query_ids', 'query_mask']
     """
     position = distinct_pairs(id_pairs, queries, corpus)
@@ -281,8 +315,8 @@ def word_features(
     return WordPairFeatures(
         keys,
         position,
-        _ragged([query_rows[q] for q, _ in keys]),
-        _ragged([passage_rows[p] for _, p in keys]),
+        ragged([query_rows[q] for q, _ in keys], np.int64),
+        ragged([passage_rows[p] for _, p in keys], np.int64),
         model.max_length,
         unknown,
     )

@@ -45,7 +45,11 @@ def word_tokens(text: str) -> list[str]:
 
 
 def _open_text(path: Path) -> Any:
-    return gzip.open(path, "rt", encoding="utf-8") if path.suffix == ".gz" else open(path, encoding="utf-8")
+    return (
+        gzip.open(path, "rt", encoding="utf-8")
+        if path.suffix == ".gz"
+        else open(path, encoding="utf-8")
+    )
 
 
 def glove_dimension(path: str | Path) -> int:
@@ -66,14 +70,18 @@ def glove_dimension(path: str | Path) -> int:
             try:
                 [float(x) for x in parts[1:]]
             except ValueError:
-                raise FormatError(path, number, "expected a word followed by its vector's numbers") from None
+                raise FormatError(
+                    path, number, "expected a word followed by its vector's numbers"
+                ) from None
             if len(parts) < 2:
                 raise FormatError(path, number, "expected a word followed by its vector's numbers")
             return len(parts) - 1
     raise FormatError(path, None, "no vectors in the file")
 
 
-def read_glove(path: str | Path, words: set[str], *, progress: bool = True) -> tuple[int, dict[str, np.ndarray]]:
+def read_glove(
+    path: str | Path, words: set[str], *, progress: bool = True
+) -> tuple[int, dict[str, np.ndarray]]:
     """Vectors of ``words`` (lower-cased) from a GloVe / word2vec text file, streamed.
 
     The first vector of a word wins when the file has several spellings of it (cased files).
@@ -89,28 +97,38 @@ def read_glove(path: str | Path, words: set[str], *, progress: bool = True) -> t
         FormatError: a line (named by number) is not a word followed by ``dimension`` numbers.
 
     Example:
-        >>> dim, vectors = read_glove("glove.6B.300d.txt", {"cat", "dog"})  # doctest: +SKIP
-        >>> dim, sorted(vectors)  # doctest: +SKIP
-        (300, ['cat', 'dog'])
+        >>> import tempfile
+        >>> glove = Path(tempfile.mkdtemp()) / "toy.3d.txt"
+        >>> _ = glove.write_text("cat 0.1 0.2 0.3\\nbird 1 2 3\\ndog 0 0 1\\n")
+        >>> dim, vectors = read_glove(glove, {"cat", "dog"}, progress=False)
+        >>> dim, sorted(vectors), vectors["dog"].tolist()
+        (3, ['cat', 'dog'], [0.0, 0.0, 1.0])
     """
     path = Path(path)
     dim = glove_dimension(path)
     found: dict[str, np.ndarray] = {}
-    with _open_text(path) as handle, tqdm(desc=f"read {path.name}", unit="line", disable=not progress, mininterval=1.0) as bar:
+    with (
+        _open_text(path) as handle,
+        tqdm(desc=f"read {path.name}", unit="line", disable=not progress, mininterval=1.0) as bar,
+    ):
         for number, line in enumerate(handle, start=1):
             bar.update(1)
             parts = line.rstrip("\n").rstrip().split(" ")
             if number == 1 and len(parts) == 2 and all(p.isdigit() for p in parts):
                 continue
             if len(parts) < dim + 1:
-                raise FormatError(path, number, f"expected a word and {dim} numbers, got {len(parts)} fields")
+                raise FormatError(
+                    path, number, f"expected a word and {dim} numbers, got {len(parts)} fields"
+                )
             # Words may contain spaces in some files: the vector is the last `dim` fields.
             word = " ".join(parts[:-dim]).lower()
             if word in words and word not in found:
                 try:
                     found[word] = np.asarray(parts[-dim:], dtype=np.float32)
                 except ValueError:
-                    raise FormatError(path, number, f"the vector of {word!r} is not {dim} numbers") from None
+                    raise FormatError(
+                        path, number, f"the vector of {word!r} is not {dim} numbers"
+                    ) from None
     return dim, found
 
 
@@ -125,7 +143,9 @@ def seeded_vector(token: str, dim: int, scale: float) -> np.ndarray:
     return np.random.default_rng(seed).normal(0.0, scale, dim).astype(np.float32)
 
 
-def collection_tokens(texts: Iterable[str], tokenize: Callable[[str], list[str]], *, progress: bool = True) -> list[str]:
+def collection_tokens(
+    texts: Iterable[str], tokenize: Callable[[str], list[str]], *, progress: bool = True
+) -> list[str]:
     """Every distinct token of ``texts``, sorted (the vocabulary after ``[PAD]``, ``[UNK]``)."""
     seen: set[str] = set()
     for text in tqdm(texts, desc="vocabulary", unit="text", disable=not progress, mininterval=1.0):
@@ -135,7 +155,9 @@ def collection_tokens(texts: Iterable[str], tokenize: Callable[[str], list[str]]
     return sorted(seen)
 
 
-def glove_matrix(tokens: list[str], path: str | Path, *, progress: bool = True) -> tuple[np.ndarray, int]:
+def glove_matrix(
+    tokens: list[str], path: str | Path, *, progress: bool = True
+) -> tuple[np.ndarray, int]:
     """The embedding matrix of ``[PAD], [UNK], *tokens`` from a GloVe file.
 
     Returns:

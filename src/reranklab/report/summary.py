@@ -49,8 +49,10 @@ def is_first_stage(cell: dict[str, Any]) -> bool:
 
 
 def row_key(dataset: str, variant: str, max_length: int | None) -> str:
-    """``wikiqa/pointwise/L256``, or ``wikiqa/bm25`` for a first-stage row."""
-    return f"{dataset}/{variant}" if max_length is None else f"{dataset}/{variant}/L{max_length}"
+    """``wikiqa/pointwise/L256``, or ``wikiqa/bm25`` for a first-stage row (:attr:`Cell.key`)."""
+    from reranklab.settings.cell import Cell
+
+    return Cell(dataset, variant, None if max_length is None else int(max_length)).key
 
 
 def paired_p_value(values: Sequence[float], baseline: Sequence[float]) -> float | None:
@@ -76,10 +78,16 @@ def paired_p_value(values: Sequence[float], baseline: Sequence[float]) -> float 
     return None if math.isnan(p) else p
 
 
-def _load_row(cell: dict[str, Any], measures: Sequence[str]) -> tuple[dict[str, Any], dict[str, dict[str, float]]]:
+def _load_row(
+    cell: dict[str, Any], measures: Sequence[str]
+) -> tuple[dict[str, Any], dict[str, dict[str, float]]]:
     metrics = read_json(cell["metrics_path"])
     if not isinstance(metrics, dict) or "overall" not in metrics or "per_query" not in metrics:
-        raise FormatError(cell["metrics_path"], None, "not a cell metrics file of aggregate_folds: needs 'overall' and 'per_query'")
+        raise FormatError(
+            cell["metrics_path"],
+            None,
+            "not a cell metrics file of aggregate_folds: needs 'overall' and 'per_query'",
+        )
     max_length = None if cell.get("max_length") is None else int(cell["max_length"])
     row: dict[str, Any] = {
         "dataset": cell["dataset"],
@@ -119,7 +127,11 @@ def _measures(cells: list[dict[str, Any]]) -> list[str]:
     found: list[str] = []
     for cell in cells:
         metrics = read_json(cell["metrics_path"])
-        names = metrics.get("measures") or list(metrics.get("overall") or {}) if isinstance(metrics, dict) else []
+        names = (
+            metrics.get("measures") or list(metrics.get("overall") or {})
+            if isinstance(metrics, dict)
+            else []
+        )
         found += [name for name in names if name not in found]
     return [n for n in NAMES if n in found] + [n for n in found if n not in NAMES]
 
@@ -130,10 +142,15 @@ def _order(rows: list[dict[str, Any]]) -> list[int]:
         if row["dataset"] not in datasets:
             datasets.append(row["dataset"])
     # Stable: within a dataset the first-stage rows lead, the rest keep the caller's order.
-    return sorted(range(len(rows)), key=lambda i: (datasets.index(rows[i]["dataset"]), not rows[i]["first_stage"]))
+    return sorted(
+        range(len(rows)),
+        key=lambda i: (datasets.index(rows[i]["dataset"]), not rows[i]["first_stage"]),
+    )
 
 
-def _add_significance(rows: list[dict[str, Any]], per_query: list[dict], measures: Sequence[str]) -> None:
+def _add_significance(
+    rows: list[dict[str, Any]], per_query: list[dict], measures: Sequence[str]
+) -> None:
     baselines: dict[str, int] = {}
     for i, row in enumerate(rows):
         if row["first_stage"]:
@@ -162,7 +179,9 @@ def _columns(measures: Sequence[str], seeded: bool = False) -> list[str]:
 
 def _csv(rows: list[dict[str, Any]], measures: Sequence[str], seeded: bool = False) -> str:
     buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=_columns(measures, seeded), extrasaction="ignore", lineterminator="\n")
+    writer = csv.DictWriter(
+        buffer, fieldnames=_columns(measures, seeded), extrasaction="ignore", lineterminator="\n"
+    )
     writer.writeheader()
     for row in rows:
         writer.writerow({k: ("" if v is None else v) for k, v in row.items()})
@@ -205,7 +224,10 @@ def _notes(rows: list[dict[str, Any]]) -> list[str]:
         seen.add(row["dataset"])
         total = (row["n_queries"] or 0) + (row["n_excluded"] or 0)
         if row.get("scoring"):
-            reasons = ", ".join(f"{n} {DROP_REASONS.get(r, r)}" for r, n in row["dropped"].items()) or "none"
+            reasons = (
+                ", ".join(f"{n} {DROP_REASONS.get(r, r)}" for r, n in row["dropped"].items())
+                or "none"
+            )
             notes.append(
                 f"Scoring, {row['dataset']}: `{row['scoring']}` ({row['scoring_description']}); "
                 f"{row['n_queries']} of {total} test queries counted; dropped: {reasons}."
@@ -217,22 +239,42 @@ def _notes(rows: list[dict[str, Any]]) -> list[str]:
             f"Excluded queries, {row['dataset']}: {row['n_excluded']} of {total} test queries have no "
             f"passage of {grade} and are left out of every average (as in the papers)."
         )
-    tied = [f"{r['key']} ({r['ties']['passages']} passages in {r['ties']['queries']} queries)" for r in rows if (r.get("ties") or {}).get("passages")]
+    tied = [
+        f"{r['key']} ({r['ties']['passages']} passages in {r['ties']['queries']} queries)"
+        for r in rows
+        if (r.get("ties") or {}).get("passages")
+    ]
     if tied:
         notes.append(
-            "Score ties, broken by a seeded hash of (query, passage), never by id or file order: " + "; ".join(tied) + "."
+            "Score ties, broken by a seeded hash of (query, passage), never by id or file order: "
+            + "; ".join(tied)
+            + "."
         )
     return notes
 
 
-def _markdown(rows: list[dict[str, Any]], measures: Sequence[str], title: str, notes: list[str], seeded: bool = False) -> str:
-    header = ["dataset", "variant", "max length", *measures, "queries", "excluded", "folds"] + (["seeds"] if seeded else [])
+def _markdown(
+    rows: list[dict[str, Any]],
+    measures: Sequence[str],
+    title: str,
+    notes: list[str],
+    seeded: bool = False,
+) -> str:
+    header = ["dataset", "variant", "max length", *measures, "queries", "excluded", "folds"] + (
+        ["seeds"] if seeded else []
+    )
     align = ["---"] * 3 + ["---:"] * (len(header) - 3)
     lines = [f"# {title}", "", "| " + " | ".join(header) + " |", "|" + "|".join(align) + "|"]
     for row in rows:
-        cells = [row["dataset"], row["variant"], "–" if row["max_length"] is None else str(row["max_length"])]
+        cells = [
+            row["dataset"],
+            row["variant"],
+            "–" if row["max_length"] is None else str(row["max_length"]),
+        ]
         cells += [_md_cell(row, name) for name in measures]
-        cells += ["–" if row[k] is None else str(row[k]) for k in ("n_queries", "n_excluded", "n_folds")]
+        cells += [
+            "–" if row[k] is None else str(row[k]) for k in ("n_queries", "n_excluded", "n_folds")
+        ]
         if seeded:
             cells.append(str(row["n_seeds"]) if row["n_seeds"] >= 2 else "–")
         lines.append("| " + " | ".join(cells) + " |")
@@ -286,11 +328,14 @@ def summarize(
     atomic_write_text(out_csv, _csv(rows, measures, seeded))
     notes = _notes(rows)
     if seeded:
-        notes.insert(1, (
-            "Rows with several seeds: the mean over seeds ± the sample standard deviation (ddof=1) over "
-            "seeds of the value over all test queries (every seed has the same folds; the per-fold "
-            "spread is in summary.csv); the t-test pairs each query's mean over seeds with the first stage."
-        ))
+        notes.insert(
+            1,
+            (
+                "Rows with several seeds: the mean over seeds ± the sample standard deviation (ddof=1) over "
+                "seeds of the value over all test queries (every seed has the same folds; the per-fold "
+                "spread is in summary.csv); the t-test pairs each query's mean over seeds with the first stage."
+            ),
+        )
     atomic_write_text(out_md, _markdown(rows, measures, title, notes, seeded))
     # Only "title" and the flat per-row entries are scalars or dicts: dvc metrics show/diff
     # display those and skip the lists (measures, notes, rows) meant for people and programs.

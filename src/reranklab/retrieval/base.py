@@ -1,4 +1,4 @@
-"""The interface every BM25 backend implements, and the backend registry."""
+"""The interface every BM25 backend implements (the registry of backends is :mod:`~reranklab.retrieval.backends`)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from reranklab.errors import ConfigError
 from reranklab.io import Run
 
 
@@ -28,14 +27,3 @@ class Retriever(ABC):
     @abstractmethod
     def search(self, index_dir: Path, queries: Mapping[str, str], depth: int) -> Run:
         """Top-``depth`` passages per query (only passages that match at least one term)."""
-
-
-def get_backend(settings: Mapping[str, Any]) -> Retriever:
-    from reranklab.retrieval.bm25s_backend import Bm25sRetriever
-
-    backends: dict[str, type[Retriever]] = {"bm25s": Bm25sRetriever}
-    name = settings.get("backend", "bm25s")
-    try:
-        return backends[name](settings)
-    except KeyError:
-        raise ConfigError(f"retrieval.backend: unknown backend {name!r} (known: {', '.join(backends)})") from None

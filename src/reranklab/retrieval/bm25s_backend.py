@@ -44,7 +44,9 @@ class Bm25sRetriever(Retriever):
 
         pids = list(corpus)
         tokens = self._tokenize([corpus[pid] for pid in pids], return_ids=True)
-        model = bm25s.BM25(method="lucene", k1=float(self.settings["k1"]), b=float(self.settings["b"]))
+        model = bm25s.BM25(
+            method="lucene", k1=float(self.settings["k1"]), b=float(self.settings["b"])
+        )
         model.index(tokens, show_progress=len(pids) > 10_000)
         # Build beside the target and rename, so a killed job never leaves a half index.
         index_dir = Path(index_dir)
@@ -70,7 +72,9 @@ class Bm25sRetriever(Retriever):
         k = min(depth, len(pids))
         run: Run = {}
         batch = 1024
-        for start in tqdm(range(0, len(qids), batch), desc="bm25", unit="batch", disable=len(qids) <= batch):
+        for start in tqdm(
+            range(0, len(qids), batch), desc="bm25", unit="batch", disable=len(qids) <= batch
+        ):
             chunk = tokens[start : start + batch]
             docs, scores = model.retrieve(chunk, k=k, show_progress=False, n_threads=1)
             for row, qid in enumerate(qids[start : start + batch]):

@@ -1,4 +1,6 @@
-"""Fine-tuning and inference of re-rankers: features, batching, the training loop, re-ranking.
+"""Fine-tuning and inference of re-rankers: the training loop, checkpoints, validation, re-ranking.
+
+How pairs become model inputs (tokenising, caching, batching) is :mod:`reranklab.features`.
 
 ``train_model`` and ``rerank`` are imported lazily: importing this package does not load torch.
 """

@@ -66,6 +66,7 @@ from torch import nn
 from reranklab.errors import ReranklabError
 from reranklab.io.digest import sha256_of as file_sha256
 from reranklab.io.json_io import write_json
+from reranklab.settings.training import NOT_FINGERPRINTED_KEYS, training_view
 from reranklab.training.determinism import training_threads
 from reranklab.training.state import TrainState
 
@@ -79,9 +80,8 @@ PREFIX = "step-"
 LOCK_FILE = ".lock"
 # Settings that change how a job runs, not the model it trains: they may differ on resume.
 # (``threads`` does change the model in deterministic mode: then its pinned count is kept.)
-OPERATIONAL_KEYS = frozenset(
-    {"checkpoint_every", "keep_checkpoints", "delete_checkpoints", "eval_batch_size", "threads"}
-)
+# Flagged in the settings model (reranklab.settings.training), as the train rule's are.
+OPERATIONAL_KEYS = frozenset(NOT_FINGERPRINTED_KEYS)
 # Files of an encoder directory that loading it with transformers never reads.
 _NOT_READ_SUFFIXES = (".md", ".h5", ".msgpack", ".onnx", ".ot", ".tflite", ".mlmodel")
 _NOT_READ_DIRS = frozenset({"onnx", "openvino", "coreml"})
@@ -849,13 +849,13 @@ def checkpointer_for(
     """
     if not directory:
         return None
-    training = dict(cell.get("training") or {})
+    training = training_view(cell.get("training") or {})
     return FileCheckpointer(
         directory,
         JobInputs(cell, tuple(str(f) for f in files)),
-        every=int(training.get("checkpoint_every", 1000) or 0) if every is None else int(every),
-        keep=int(training.get("keep_checkpoints", 2) or 1) if keep is None else int(keep),
-        delete_when_done=bool(training.get("delete_checkpoints", True))
+        every=training.checkpoint_every if every is None else int(every),
+        keep=training.keep_checkpoints if keep is None else int(keep),
+        delete_when_done=training.delete_checkpoints
         if delete_when_done is None
         else bool(delete_when_done),
         writer=writer,

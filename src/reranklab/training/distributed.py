@@ -31,6 +31,7 @@ import torch.distributed as dist
 from torch import nn
 
 from reranklab.errors import ConfigError, ReranklabError
+from reranklab.settings.training import training_view
 
 log = logging.getLogger(__name__)
 
@@ -47,8 +48,8 @@ def wants_ddp(training: Mapping[str, Any]) -> bool:
         >>> wants_ddp({"distributed": "ddp", "gpus": 2}), wants_ddp({"distributed": "none", "gpus": 1})
         (True, False)
     """
-    mode = str(training.get("distributed") or "none")
-    gpus = int(training.get("gpus") or 1)
+    settings = training_view(training)
+    mode, gpus = settings.distributed, settings.gpus
     if mode not in ("none", "ddp"):
         raise ConfigError(f"training.distributed: {mode!r} is not none or ddp")
     if mode == "none" and gpus > 1:
@@ -90,14 +91,22 @@ def launch(argv: Sequence[str], nproc: int) -> None:
         ReranklabError: a worker failed (torchrun's exit status is given).
     """
     command = [
-        sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={int(nproc)}",
-        "-m", "reranklab.cli", *argv,
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        f"--nproc-per-node={int(nproc)}",
+        "-m",
+        "reranklab.cli",
+        *argv,
     ]
     env = {**os.environ, WORKER_ENV: "1", "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
     log.info("launching %d DDP workers: %s", nproc, " ".join(command))
     returncode = subprocess.run(command, env=env, check=False).returncode
     if returncode != 0:
-        raise ReranklabError(f"DDP training failed: torchrun exited with status {returncode} (see the workers' errors above)")
+        raise ReranklabError(
+            f"DDP training failed: torchrun exited with status {returncode} (see the workers' errors above)"
+        )
 
 
 def init_worker(device_setting: str = "auto") -> torch.device:

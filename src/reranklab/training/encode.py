@@ -15,9 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from reranklab.errors import ConfigError
+from reranklab.features.batch import collator_for
 from reranklab.models.encoder import select_device, set_threads
 from reranklab.models.registry import get_variant
-from reranklab.training.batching import collator_for
+from reranklab.settings.training import training_view
 
 log = logging.getLogger(__name__)
 
@@ -31,8 +32,12 @@ def fold_pairs(
     """The distinct (qid, pid) pairs of a fold: its training examples', then its test candidates'.
 
     Example:
-        >>> pairs = fold_pairs("triplet", Path("results/samples/sample/fold0/triplets.parquet"),
-        ...                    read_run("results/first_stage/sample/candidates.run"), folds.fold(0).test)  # doctest: +SKIP
+        >>> import tempfile
+        >>> import pyarrow as pa, pyarrow.parquet as pq
+        >>> examples = Path(tempfile.mkdtemp()) / "triplets.parquet"
+        >>> pq.write_table(pa.table({"qid": ["q1"], "pos_pid": ["p1"], "neg_pid": ["p2"]}), examples)
+        >>> fold_pairs("triplet", examples, {"q1": {"p1": 1.0}, "q2": {"p1": 2.0, "p3": 1.0}}, ["q2"])
+        [('q1', 'p1'), ('q1', 'p2'), ('q2', 'p1'), ('q2', 'p3')]
     """
     from reranklab.training.trainer import read_examples
 
@@ -74,7 +79,8 @@ def encode_fold(
     Raises:
         ConfigError: the variant precomputes nothing.
 
-    Example:
+    Example (skipped as a doctest: it needs a study's resolved cell and a fold's files;
+    ``tests/test_variants_dmn.py`` runs it on a tiny BERT):
         >>> meta = encode_fold(cell, Path("results/samples/sample/fold0/triplets.parquet"), run,
         ...                    folds.fold(0).test, queries, corpus, Path("results/cache/sample/dmn_lite-L128/fold0"))  # doctest: +SKIP
         >>> meta["pairs"]  # doctest: +SKIP
@@ -83,13 +89,24 @@ def encode_fold(
     started = time.perf_counter()
     spec = get_variant(cell["variant"])
     if not spec.needs_cache:
-        raise ConfigError(f"variant {spec.name!r} has no encode step (only variants on a frozen, cached encoder do)")
+        raise ConfigError(
+            f"variant {spec.name!r} has no encode step (only variants on a frozen, cached encoder do)"
+        )
     training = dict(cell["training"])
-    set_threads(int(training.get("threads") or 0) or int(threads or 0))
-    device = select_device(str(training.get("device", "auto")))
+    settings = training_view(training)
+    set_threads(settings.threads or int(threads or 0))
+    device = select_device(settings.device)
     keys = fold_pairs(spec.example_kind, Path(examples_path), candidates, test_qids)
-    model = spec.build(training["encoder"], training, int(cell["max_length"]))
-    meta = dict(spec.encode(model, keys, queries, corpus, Path(out_dir), device=device, progress=progress))
+    model = spec.build(settings.encoder, training, int(cell["max_length"]))
+    meta = dict(
+        spec.encode(model, keys, queries, corpus, Path(out_dir), device=device, progress=progress)
+    )
     meta["seconds"] = time.perf_counter() - started
-    log.info("encoded %d pairs of %s with the frozen %s in %.1f s", len(keys), spec.name, training["encoder"], meta["seconds"])
+    log.info(
+        "encoded %d pairs of %s with the frozen %s in %.1f s",
+        len(keys),
+        spec.name,
+        settings.encoder,
+        meta["seconds"],
+    )
     return meta

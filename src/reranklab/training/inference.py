@@ -21,18 +21,24 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
+from reranklab.features.batch import length_sorted_batches, to_device
+from reranklab.features.cache import feature_cache_scope
+from reranklab.features.types import PairFeatures
 from reranklab.models.encoder import select_device, set_threads
 from reranklab.models.registry import get_variant, load_model
-from reranklab.training.batching import length_sorted_batches, to_device
-from reranklab.training.cache import feature_cache_scope
-from reranklab.training.features import PairFeatures
 from reranklab.training.precision import Precision, resolve_precision
 
 log = logging.getLogger(__name__)
 
 
 def score_features(
-    model: Any, features: PairFeatures, batch_size: int, *, progress: bool = True, desc: str = "re-rank", precision: Precision | None = None
+    model: Any,
+    features: PairFeatures,
+    batch_size: int,
+    *,
+    progress: bool = True,
+    desc: str = "re-rank",
+    precision: Precision | None = None,
 ) -> np.ndarray:
     """Raw scores of every pair of ``features`` (``float64``, in row order), longest batches first.
 
@@ -43,8 +49,15 @@ def score_features(
         precision: autocast of the forward pass (``None`` = fp32).
 
     Example:
-        >>> features = get_variant(model.variant).featurizer()(model, keys, queries, corpus)  # doctest: +SKIP
-        >>> scores = score_features(model, features, batch_size=128)  # doctest: +SKIP
+        >>> from reranklab.models.reranker import CrossEncoderReranker
+        >>> from reranklab.models.tiny import tiny_encoder
+        >>> model = CrossEncoderReranker(*tiny_encoder(["who", "me", "you"]), variant="pointwise", num_outputs=2,
+        ...     score="p_relevant", max_length=16)
+        >>> features = get_variant("pointwise").featurizer()(model, [("q1", "p1"), ("q1", "p2")], {"q1": "who"},
+        ...     {"p1": "me", "p2": "you"}, progress=False)
+        >>> scores = score_features(model, features, batch_size=1, progress=False)
+        >>> scores.shape, scores.dtype
+        ((2,), dtype('float64'))
     """
     if batch_size < 1:
         raise ValueError("batch_size must be at least 1")
@@ -56,7 +69,13 @@ def score_features(
     batches = length_sorted_batches(features.lengths, batch_size)
     try:
         with torch.inference_mode():
-            for rows in tqdm(batches, desc=desc, unit="batch", disable=not progress or not batches, mininterval=1.0):
+            for rows in tqdm(
+                batches,
+                desc=desc,
+                unit="batch",
+                disable=not progress or not batches,
+                mininterval=1.0,
+            ):
                 inputs = to_device(features.batch(rows, multiple), device)
                 with precision.autocast() if precision is not None else contextlib.nullcontext():
                     scores[rows] = model.score(inputs).double().cpu().numpy()
@@ -93,17 +112,35 @@ def rerank_with_model(
     wanted = list(dict.fromkeys(qids))
     missing = [qid for qid in wanted if not candidates.get(qid)]
     if missing:
-        log.warning("%d of %d queries have no candidates to re-rank (e.g. %s)", len(missing), len(wanted), missing[0])
+        log.warning(
+            "%d of %d queries have no candidates to re-rank (e.g. %s)",
+            len(missing),
+            len(wanted),
+            missing[0],
+        )
     keys = [(qid, pid) for qid in wanted for pid in candidates.get(qid, {})]
     was_training = model.training
     model.eval()  # featurizers see the model as it will score (e.g. no dropout in cached features)
     try:
         with feature_cache_scope(feature_cache, dataset):
             spec = get_variant(model.variant)
-            index = spec.featurizer()(model, keys, queries, corpus, progress=progress, **spec.featurize_options(frozen_features))
+            index = spec.featurizer()(
+                model,
+                keys,
+                queries,
+                corpus,
+                progress=progress,
+                **spec.featurize_options(frozen_features),
+            )
     finally:
         model.train(was_training)
-    scores = score_features(model, index, batch_size, progress=progress, precision=resolve_precision(precision, model.device))
+    scores = score_features(
+        model,
+        index,
+        batch_size,
+        progress=progress,
+        precision=resolve_precision(precision, model.device),
+    )
     run: dict[str, dict[str, float]] = {}
     for qid, pid in keys:
         run.setdefault(qid, {})[pid] = float(scores[index[qid, pid]])
@@ -151,13 +188,28 @@ def rerank(
         docstring); queries without candidates are absent.
 
     Example:
-        >>> run = rerank(Path("work/models/fold0"), bm25_run, folds[0].test, queries, corpus,
-        ...              batch_size=128)  # doctest: +SKIP
-        >>> write_run("work/runs/fold0.run", run, tag="pointwise")  # doctest: +SKIP
+        >>> import tempfile
+        >>> from reranklab.models.reranker import CrossEncoderReranker
+        >>> from reranklab.models.tiny import tiny_encoder
+        >>> model_dir = CrossEncoderReranker(*tiny_encoder(["who", "me", "you"]), variant="pointwise", num_outputs=2,
+        ...     score="p_relevant", max_length=16).save(tempfile.mkdtemp())
+        >>> run = rerank(model_dir, {"q1": {"p1": 9.0, "p2": 8.0}, "q2": {"p1": 1.0}}, ["q1"], {"q1": "who"},
+        ...     {"p1": "me", "p2": "you"}, batch_size=8, device="cpu", progress=False)
+        >>> list(run), sorted(run["q1"])
+        (['q1'], ['p1', 'p2'])
     """
     set_threads(threads)
     model = load_model(model_dir, device=select_device(device))
     return rerank_with_model(
-        model, candidates, qids, queries, corpus, batch_size, progress=progress, precision=precision, feature_cache=feature_cache, dataset=dataset,
+        model,
+        candidates,
+        qids,
+        queries,
+        corpus,
+        batch_size,
+        progress=progress,
+        precision=precision,
+        feature_cache=feature_cache,
+        dataset=dataset,
         frozen_features=frozen_features,
     )

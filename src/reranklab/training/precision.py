@@ -87,7 +87,11 @@ def resolve_precision(setting: str, device: torch.device) -> Precision:
             return Precision("bf16" if cuda_supports_bf16(device) else "fp16", "cuda")
         return Precision("fp32", "cpu")
     if setting == "bf16" and device.type == "cuda" and not cuda_supports_bf16(device):
-        raise ConfigError(f"training.precision: bf16 asked for, but {torch.cuda.get_device_name(device)} has no native bf16 (use fp16 or auto)")
+        raise ConfigError(
+            f"training.precision: bf16 asked for, but {torch.cuda.get_device_name(device)} has no native bf16 (use fp16 or auto)"
+        )
     if setting == "fp16" and device.type == "cpu":
-        raise ConfigError("training.precision: fp16 is for CUDA GPUs; on CPU use fp32 (default) or bf16")
+        raise ConfigError(
+            "training.precision: fp16 is for CUDA GPUs; on CPU use fp32 (default) or bf16"
+        )
     return Precision(setting, device.type)

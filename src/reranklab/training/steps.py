@@ -27,7 +27,7 @@ import torch
 from torch import nn
 
 from reranklab.errors import ConfigError
-from reranklab.training.batching import to_device
+from reranklab.features.batch import to_device
 from reranklab.training.precision import Precision
 
 log = logging.getLogger(__name__)
@@ -83,7 +83,9 @@ class StepBatch:
 
     def pin_memory(self) -> StepBatch:
         """Page-locked copies (the DataLoader's pin-memory thread calls this for CUDA)."""
-        return StepBatch(self.examples, [(n, _pin(b)) for n, b in self.micro], self.tokens, self.padded_tokens)
+        return StepBatch(
+            self.examples, [(n, _pin(b)) for n, b in self.micro], self.tokens, self.padded_tokens
+        )
 
 
 class StepCollator:
@@ -94,19 +96,25 @@ class StepCollator:
         micro_batch_size: examples per forward/backward; ``None``/0 = the whole step at once.
 
     Example:
-        >>> step = StepCollator(collate, micro_batch_size=4)([0, 1, 2, 3, 4, 5])  # doctest: +SKIP
-        >>> [n for n, _ in step.micro]  # doctest: +SKIP
-        [4, 2]
+        >>> collate = lambda rows: {"attention_mask": torch.ones(len(rows), 3, dtype=torch.long)}
+        >>> step = StepCollator(collate, micro_batch_size=4)([0, 1, 2, 3, 4, 5])
+        >>> [n for n, _ in step.micro], step.examples, step.tokens
+        ([4, 2], 6, 18)
     """
 
-    def __init__(self, collate: Callable[[Sequence[int]], Any], micro_batch_size: int | None = None) -> None:
+    def __init__(
+        self, collate: Callable[[Sequence[int]], Any], micro_batch_size: int | None = None
+    ) -> None:
         self.collate = collate
         self.micro_batch_size = int(micro_batch_size or 0)
 
     def __call__(self, rows: Sequence[int]) -> StepBatch:
         rows = list(rows)
         size = self.micro_batch_size if 0 < self.micro_batch_size < len(rows) else len(rows)
-        micro = [(len(rows[i : i + size]), self.collate(rows[i : i + size])) for i in range(0, len(rows), size)]
+        micro = [
+            (len(rows[i : i + size]), self.collate(rows[i : i + size]))
+            for i in range(0, len(rows), size)
+        ]
         tokens, padded = count_tokens([batch for _, batch in micro])
         return StepBatch(len(rows), micro, tokens, padded)
 
@@ -123,7 +131,12 @@ def accumulation_steps(batch_size: int, micro_batch_size: int | None) -> int:
     return math.ceil(batch_size / micro_batch_size)
 
 
-def step_loader(batches: Sequence[Sequence[int]], collate: StepCollator, workers: int = 0, pin_memory: bool = False) -> Iterable[StepBatch]:
+def step_loader(
+    batches: Sequence[Sequence[int]],
+    collate: StepCollator,
+    workers: int = 0,
+    pin_memory: bool = False,
+) -> Iterable[StepBatch]:
     """The collated steps of ``batches``, in order, collated by ``workers`` processes (0 = here).
 
     Args:
@@ -133,8 +146,9 @@ def step_loader(batches: Sequence[Sequence[int]], collate: StepCollator, workers
         pin_memory: page-locked host memory, for asynchronous copies to a GPU.
 
     Example:
-        >>> for step in step_loader(sampler.batches(0), StepCollator(collate), workers=2):  # doctest: +SKIP
-        ...     run_step(step)
+        >>> collate = StepCollator(lambda rows: {"x": torch.tensor(rows, dtype=torch.float)})
+        >>> [step.micro[0][1]["x"].tolist() for step in step_loader([[0, 1], [2]], collate)]
+        [[0.0, 1.0], [2.0]]
     """
     if workers < 0:
         raise ConfigError(f"training.dataloader_workers: {workers} is negative")
@@ -166,8 +180,14 @@ class StepRunner:
             one a checkpoint restores.
 
     Example:
-        >>> run_step = StepRunner(model, loss_fn, optimizer, precision, 1.0, device)  # doctest: +SKIP
-        >>> loss_value = run_step(step)  # doctest: +SKIP
+        >>> from reranklab.training.precision import resolve_precision
+        >>> model, cpu = nn.Linear(1, 1, bias=False), torch.device("cpu")
+        >>> _ = nn.init.ones_(model.weight)
+        >>> loss = lambda batch: model(batch["x"]).pow(2).mean()
+        >>> run_step = StepRunner(model, loss, torch.optim.SGD(model.parameters(), lr=0.1), resolve_precision("fp32", cpu), 0.0, cpu)
+        >>> step = StepCollator(lambda rows: {"x": torch.ones(len(rows), 1)}, micro_batch_size=1)([0, 1])
+        >>> run_step(step), round(model.weight.item(), 3)  # mean loss 1.0; gradient 2 w = 2
+        (1.0, 0.8)
     """
 
     def __init__(
@@ -229,13 +249,19 @@ def enable_gradient_checkpointing(model: nn.Module) -> bool:
             continue
         # transformers 5 renamed it (the old name warns); 4.x only has the old one.
         if callable(getattr(module, "activation_checkpointing_enable", None)):
-            module.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
+            module.activation_checkpointing_enable(
+                activation_checkpointing_kwargs={"use_reentrant": False}
+            )
             enabled = True
         elif callable(getattr(module, "gradient_checkpointing_enable", None)):
-            module.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+            module.gradient_checkpointing_enable(
+                gradient_checkpointing_kwargs={"use_reentrant": False}
+            )
             enabled = True
     if not enabled:
-        raise ConfigError(f"training.gradient_checkpointing: the model ({type(model).__name__}) has no encoder that supports it")
+        raise ConfigError(
+            f"training.gradient_checkpointing: the model ({type(model).__name__}) has no encoder that supports it"
+        )
     return enabled
 
 
@@ -248,7 +274,12 @@ def non_embedding_parameters(model: nn.Module) -> int:
         >>> non_embedding_parameters(nn.Sequential(nn.Embedding(10, 4), nn.Linear(4, 2)))
         10
     """
-    embedded = {id(p) for m in model.modules() if isinstance(m, nn.Embedding) for p in m.parameters(recurse=False)}
+    embedded = {
+        id(p)
+        for m in model.modules()
+        if isinstance(m, nn.Embedding)
+        for p in m.parameters(recurse=False)
+    }
     seen: set[int] = set()
     total = 0
     for parameter in model.parameters():

@@ -38,6 +38,7 @@ from reranklab.io.atomic import atomic_directory
 from reranklab.io.json_io import write_json
 from reranklab.models.encoder import select_device, set_threads
 from reranklab.models.registry import get_variant
+from reranklab.settings.training import training_view
 from reranklab.training import distributed
 from reranklab.training.determinism import configure_determinism, training_threads
 from reranklab.training.precision import resolve_precision
@@ -80,7 +81,10 @@ def parameter_groups(model: nn.Module, weight_decay: float) -> list[dict[str, An
     """
     no_decay: set[int] = set()
     for module in model.modules():
-        is_norm = isinstance(module, nn.LayerNorm | nn.GroupNorm) or "norm" in type(module).__name__.lower()
+        is_norm = (
+            isinstance(module, nn.LayerNorm | nn.GroupNorm)
+            or "norm" in type(module).__name__.lower()
+        )
         for name, parameter in module.named_parameters(recurse=False):
             if is_norm or name == "bias" or name.endswith(".bias"):
                 no_decay.add(id(parameter))
@@ -93,7 +97,9 @@ def parameter_groups(model: nn.Module, weight_decay: float) -> list[dict[str, An
     return [{"params": decay, "weight_decay": weight_decay}, {"params": plain, "weight_decay": 0.0}]
 
 
-def make_optimizer(model: nn.Module, learning_rate: float, weight_decay: float) -> torch.optim.AdamW:
+def make_optimizer(
+    model: nn.Module, learning_rate: float, weight_decay: float
+) -> torch.optim.AdamW:
     """AdamW (eps 1e-8, as BERT) over :func:`parameter_groups`, fused where torch supports it.
 
     The fused kernel does the same update ~5x faster than the per-tensor loop on CPU, where
@@ -106,24 +112,27 @@ def make_optimizer(model: nn.Module, learning_rate: float, weight_decay: float) 
         return torch.optim.AdamW(groups, lr=learning_rate, eps=1e-8)
 
 
-def linear_schedule(optimizer: torch.optim.Optimizer, warmup_steps: int, total_steps: int) -> torch.optim.lr_scheduler.LambdaLR:
+def linear_schedule(
+    optimizer: torch.optim.Optimizer, warmup_steps: int, total_steps: int
+) -> torch.optim.lr_scheduler.LambdaLR:
     """Linear warm-up from 0 to the peak over ``warmup_steps``, then linear decay to 0.
 
-    The same factors as transformers' ``get_linear_schedule_with_warmup``, so runs compare
-    with HF Trainer / sentence-transformers ones.
+    transformers' ``get_linear_schedule_with_warmup`` (what HF Trainer and sentence-transformers
+    use), so runs compare with theirs; a ``LambdaLR`` whose state resumes exactly.
     """
+    from transformers import get_linear_schedule_with_warmup
 
-    def factor(step: int) -> float:
-        if step < warmup_steps:
-            return step / max(1, warmup_steps)
-        return max(0.0, (total_steps - step) / max(1, total_steps - warmup_steps))
-
-    return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
+    return get_linear_schedule_with_warmup(
+        optimizer, num_warmup_steps=warmup_steps, num_training_steps=total_steps
+    )
 
 
 def warmup_steps_for(training: Mapping[str, Any], total_steps: int) -> int:
     """Warm-up steps: ``training.warmup_steps`` when set (absolute, as monoBERT's 10k), else
     ``ceil(warmup_ratio * total_steps)``.
+
+    The same rule as transformers' ``TrainingArguments.get_warmup_steps``, which only exists on
+    a ``TrainingArguments`` object; hence these lines rather than building one.
 
     Example:
         >>> warmup_steps_for({"warmup_ratio": 0.1, "warmup_steps": None}, 95)
@@ -136,7 +145,9 @@ def warmup_steps_for(training: Mapping[str, Any], total_steps: int) -> int:
         if int(steps) >= total_steps:
             log.warning(
                 "training.warmup_steps %d >= the %d training steps: the learning rate only reaches %.3g of its peak",
-                int(steps), total_steps, total_steps / max(1, int(steps)),
+                int(steps),
+                total_steps,
+                total_steps / max(1, int(steps)),
             )
         return int(steps)
     return math.ceil(float(training["warmup_ratio"]) * total_steps)
@@ -150,7 +161,11 @@ def read_examples(path: Path, columns: tuple[str, ...]) -> dict[str, list[Any]]:
         raise FormatError(path, None, f"cannot read the examples Parquet file ({exc})") from None
     missing = [name for name in columns if name not in table.column_names]
     if missing:
-        raise FormatError(path, None, f"missing column(s) {', '.join(missing)} (expected {', '.join(columns)}; has {', '.join(table.column_names)})")
+        raise FormatError(
+            path,
+            None,
+            f"missing column(s) {', '.join(missing)} (expected {', '.join(columns)}; has {', '.join(table.column_names)})",
+        )
     if table.num_rows == 0:
         raise FormatError(path, None, "no training examples")
     out: dict[str, list[Any]] = {}
@@ -178,7 +193,13 @@ def passages_to_read(cell: Mapping[str, Any], examples_path: Path) -> set[str] |
     return {pid for values in columns.values() for pid in values}
 
 
-def _check_ids(columns: Mapping[str, list[Any]], pid_columns: tuple[str, ...], queries: Mapping[str, str], corpus: Mapping[str, str], path: Path) -> None:
+def _check_ids(
+    columns: Mapping[str, list[Any]],
+    pid_columns: tuple[str, ...],
+    queries: Mapping[str, str],
+    corpus: Mapping[str, str],
+    path: Path,
+) -> None:
     for row, qid in enumerate(columns["qid"]):
         if qid not in queries:
             raise FormatError(path, None, f"row {row}: query {qid!r} is not in the queries")
@@ -264,45 +285,65 @@ def train_model(
     """
     started = time.perf_counter()
     examples_path, out_dir = Path(examples_path), Path(out_dir)
-    training = dict(cell["training"])
+    training = dict(cell["training"])  # the variant's hooks read their own settings from it
+    settings = training_view(training)  # the shared ones, typed
     spec = get_variant(cell["variant"])
     if spec.loss is None:
         raise ConfigError(f"variant {spec.name!r} registers no loss and cannot be trained")
     checkpointer = checkpointer or NoCheckpointer()
     threads = _effective_threads(training, threads)
     set_threads(threads)
-    configure_determinism(bool(training.get("deterministic", False)))
-    device = select_device(str(training.get("device", "auto")))
+    configure_determinism(settings.deterministic)
+    device = select_device(settings.device)
     seed = int(cell["seed"])
     max_length = int(cell["max_length"])
-    batch_size = int(training["batch_size"])
-    epochs = int(training["epochs"])
+    batch_size = settings.batch_size
+    epochs = settings.epochs
 
     validation = validation_settings(training)
     counted_dev: list[str] = []
     if validation is not None and dev is None:
-        log.warning("training.validation is on (measure %s) but no dev set was given: training every epoch, keeping the last", validation.measure)
+        log.warning(
+            "training.validation is on (measure %s) but no dev set was given: training every epoch, keeping the last",
+            validation.measure,
+        )
         validation = None
     if validation is not None and dev is not None:
-        counted_dev = dev.check(validation)  # before any work: a wrong measure or an empty dev stops here
+        counted_dev = dev.check(
+            validation
+        )  # before any work: a wrong measure or an empty dev stops here
 
     collator_cls = collator_for(spec.example_kind)
     columns = read_examples(examples_path, collator_cls.columns)
     _check_ids(columns, collator_cls.pid_columns, queries, corpus, examples_path)
 
     seed_everything(seed)
-    model = spec.build(training["encoder"], training, max_length)
+    model = spec.build(settings.encoder, training, max_length)
     # On its device before featurizing: a featurizer may run (frozen) parts of the model.
     model.to(device)
     tokenize_started = time.perf_counter()
     # Tokenised pairs are shared through training.feature_cache by every job of the dataset.
-    with feature_cache_scope(training.get("feature_cache"), cell.get("dataset")) as cache_scope:
-        index = spec.featurizer()(model, collator_cls.pair_keys(columns), queries, corpus, progress=progress, **spec.featurize_options(frozen_features))
+    with feature_cache_scope(settings.feature_cache, cell.get("dataset")) as cache_scope:
+        index = spec.featurizer()(
+            model,
+            collator_cls.pair_keys(columns),
+            queries,
+            corpus,
+            progress=progress,
+            **spec.featurize_options(frozen_features),
+        )
         scorer = None
         if validation is not None and dev is not None:
             scorer = DevScorer(
-                model, spec, dev, queries, corpus, batch_size=int(training.get("eval_batch_size") or 128),
-                precision=resolve_precision(str(training.get("precision") or "auto"), device), frozen_features=frozen_features, progress=progress,
+                model,
+                spec,
+                dev,
+                queries,
+                corpus,
+                batch_size=settings.eval_batch_size,
+                precision=resolve_precision(settings.precision, device),
+                frozen_features=frozen_features,
+                progress=progress,
             )
     tokenize_seconds = time.perf_counter() - tokenize_started
     collate: ExampleCollator = collator_cls.from_columns(
@@ -311,31 +352,51 @@ def train_model(
         pad_to_multiple_of=8 if device.type == "cuda" else None,
         source=examples_path,
     )
-    sampler = LengthGroupedSampler(collate.lengths(), batch_size, seed, group=bool(training.get("length_grouping", True)))
+    sampler = LengthGroupedSampler(
+        collate.lengths(), batch_size, seed, group=settings.length_grouping
+    )
     # In a DDP worker: rank 0's weights, gradients averaged over ranks, each rank a share of every batch.
     collate = distributed.prepare(model, collate)
 
-    if training.get("gradient_checkpointing"):
+    if settings.gradient_checkpointing:
         enable_gradient_checkpointing(model)
-    precision = resolve_precision(str(training.get("precision") or "auto"), device)
-    micro_batch_size = int(training.get("micro_batch_size") or 0) or None
+    precision = resolve_precision(settings.precision, device)
+    micro_batch_size = settings.micro_batch_size
     loss_fn = spec.loss(model, training)
-    optimizer = make_optimizer(model, float(training["learning_rate"]), float(training["weight_decay"]))
+    optimizer = make_optimizer(model, settings.learning_rate, settings.weight_decay)
     steps_per_epoch = len(sampler)
     total_steps = steps_per_epoch * epochs
     warmup_steps = warmup_steps_for(training, total_steps)
     scheduler = linear_schedule(optimizer, warmup_steps, total_steps)
     selector = ModelSelector(validation) if scorer is not None and validation is not None else None
-    state = TrainState(model, loss_fn, optimizer, scheduler, total_steps, steps_per_epoch=steps_per_epoch, scaler=precision.grad_scaler(), selection=selector)
+    state = TrainState(
+        model,
+        loss_fn,
+        optimizer,
+        scheduler,
+        total_steps,
+        steps_per_epoch=steps_per_epoch,
+        scaler=precision.grad_scaler(),
+        selection=selector,
+    )
     checkpointer.restore(state)
     resumed_from = state.global_step
 
     log.info(
         "training %s on %s: %d examples (%d distinct pairs, %s, max_length %d), %d epochs x %d steps (%d warm-up), device %s, %d threads",
-        spec.name, training["encoder"], len(collate), len(index), index.summary(), max_length,
-        epochs, steps_per_epoch, warmup_steps, device, torch.get_num_threads(),
+        spec.name,
+        settings.encoder,
+        len(collate),
+        len(index),
+        index.summary(),
+        max_length,
+        epochs,
+        steps_per_epoch,
+        warmup_steps,
+        device,
+        torch.get_num_threads(),
     )
-    max_grad_norm = float(training.get("max_grad_norm") or 0.0)
+    max_grad_norm = settings.max_grad_norm
     log_every = max(1, total_steps // 20)
     curve_every = max(1, math.ceil(total_steps / LOSS_CURVE_POINTS))
     loss_curve: list[list[float]] = []
@@ -344,30 +405,49 @@ def train_model(
             window = state.losses[max(0, done - curve_every) : done]
             loss_curve.append([done, sum(window) / len(window)])
     pairs_trained = tokens_trained = tokens_padded = 0
-    run_step = StepRunner(model, loss_fn, optimizer, precision, max_grad_norm, device, scaler=state.scaler)
+    run_step = StepRunner(
+        model, loss_fn, optimizer, precision, max_grad_norm, device, scaler=state.scaler
+    )
     step_collate = StepCollator(collate, micro_batch_size)
-    workers = int(training.get("dataloader_workers") or 0)
+    workers = settings.dataloader_workers
     model.train()
     validation_seconds = 0.0  # dev scoring, left out of the training throughput
     train_started = time.perf_counter()
-    bar = tqdm(total=total_steps, initial=state.global_step, desc=f"train {spec.name}", unit="step", disable=not progress, mininterval=1.0)
+    bar = tqdm(
+        total=total_steps,
+        initial=state.global_step,
+        desc=f"train {spec.name}",
+        unit="step",
+        disable=not progress,
+        mininterval=1.0,
+    )
     for epoch in range(state.epoch, epochs):
-        if selector is not None and selector.stopped_early:  # also when resumed after the stopping epoch
+        if (
+            selector is not None and selector.stopped_early
+        ):  # also when resumed after the stopping epoch
             break
         state.epoch = epoch
         batches = sampler.batches(epoch)
         # Collated (in dataloader_workers processes when > 0) into micro batches of one step each.
-        steps = step_loader(batches[state.step_in_epoch :], step_collate, workers, pin_memory=device.type == "cuda")
-        with torch.random.fork_rng(devices=[]):  # the loader's seed draw must not move the dropout RNG: exact resume
+        steps = step_loader(
+            batches[state.step_in_epoch :], step_collate, workers, pin_memory=device.type == "cuda"
+        )
+        with torch.random.fork_rng(
+            devices=[]
+        ):  # the loader's seed draw must not move the dropout RNG: exact resume
             steps = iter(steps)
         for step_in_epoch, step in enumerate(steps, start=state.step_in_epoch):
             rows = batches[step_in_epoch]
-            loss_value = run_step(step)  # forward/backward of each micro batch, clip, optimiser step
+            loss_value = run_step(
+                step
+            )  # forward/backward of each micro batch, clip, optimiser step
             scheduler.step()
             tokens_trained += step.tokens
             tokens_padded += step.padded_tokens
             if not math.isfinite(loss_value):
-                raise FloatingPointError(f"training loss became {loss_value} at step {state.global_step} (lower training.learning_rate?)")
+                raise FloatingPointError(
+                    f"training loss became {loss_value} at step {state.global_step} (lower training.learning_rate?)"
+                )
             state.losses.append(loss_value)
             state.step_in_epoch = step_in_epoch + 1
             state.global_step += 1
@@ -380,8 +460,19 @@ def train_model(
                 window = state.losses[-log_every:]
                 mean = sum(window) / len(window)
                 bar.set_postfix(loss=f"{mean:.4f}")
-                log.info("step %d/%d epoch %d loss %.4f lr %.3g", state.global_step, total_steps, epoch + 1, mean, scheduler.get_last_lr()[0])
-            if selector is not None and scorer is not None and state.step_in_epoch == steps_per_epoch:
+                log.info(
+                    "step %d/%d epoch %d loss %.4f lr %.3g",
+                    state.global_step,
+                    total_steps,
+                    epoch + 1,
+                    mean,
+                    scheduler.get_last_lr()[0],
+                )
+            if (
+                selector is not None
+                and scorer is not None
+                and state.step_in_epoch == steps_per_epoch
+            ):
                 # Before the epoch-end checkpoint, so that it holds this epoch's result.
                 validation_started = time.perf_counter()
                 validate_epoch(scorer, selector, model, epoch + 1, state.global_step)
@@ -395,8 +486,17 @@ def train_model(
     selection = None
     if selector is not None and dev is not None:
         chosen = selector.finish(model, epochs_trained)
-        selection = {**selector.summary(chosen, epochs, dev, len(counted_dev)), "seconds": validation_seconds}
-        log.info("model selection: saving epoch %d of %d (%s); %s", chosen, epochs_trained, selection["chosen_because"], selection["stop_reason"])
+        selection = {
+            **selector.summary(chosen, epochs, dev, len(counted_dev)),
+            "seconds": validation_seconds,
+        }
+        log.info(
+            "model selection: saving epoch %d of %d (%s); %s",
+            chosen,
+            epochs_trained,
+            selection["chosen_because"],
+            selection["stop_reason"],
+        )
 
     epoch_losses = [
         float(np.mean(state.losses[e * steps_per_epoch : (e + 1) * steps_per_epoch]))
@@ -406,7 +506,7 @@ def train_model(
     stats = {
         "variant": spec.name,
         "example_kind": spec.example_kind,
-        "encoder": training["encoder"],
+        "encoder": settings.encoder,
         "max_length": max_length,
         "seed": seed,
         "examples": len(collate),
@@ -429,7 +529,7 @@ def train_model(
         "precision": precision.name,
         "micro_batch_size": micro_batch_size or batch_size,
         "accumulation_steps": accumulation_steps(batch_size, micro_batch_size),
-        "gradient_checkpointing": bool(training.get("gradient_checkpointing")),
+        "gradient_checkpointing": settings.gradient_checkpointing,
         "dataloader_workers": workers,
         **cache_scope.summary(),
         "train_seconds": train_seconds,
@@ -449,5 +549,11 @@ def train_model(
     if distributed.is_main_process():
         save_atomically(model, stats, out_dir)
     checkpointer.finished(state, out_dir)
-    log.info("saved %s to %s (final loss %.4f, %.1f pairs/s)", spec.name, out_dir, stats["final_loss"] or float("nan"), stats["pairs_per_s"] or 0.0)
+    log.info(
+        "saved %s to %s (final loss %.4f, %.1f pairs/s)",
+        spec.name,
+        out_dir,
+        stats["final_loss"] or float("nan"),
+        stats["pairs_per_s"] or 0.0,
+    )
     return stats

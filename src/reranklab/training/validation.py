@@ -29,16 +29,13 @@ from pathlib import Path
 from typing import Any
 
 from reranklab.errors import ConfigError
+from reranklab.settings.base import field_defaults
+from reranklab.settings.training import Validation
 
 log = logging.getLogger(__name__)
 
 KEY = "validation"
-DEFAULTS: dict[str, Any] = {
-    "measure": None,
-    "select_best": True,
-    "patience": None,
-    "dev_fraction": 0.0,
-}
+DEFAULTS: dict[str, Any] = field_defaults(Validation)  # the settings model's training.validation
 COMPLETED, EARLY_STOPPING = "completed", "early_stopping"
 
 
@@ -233,7 +230,8 @@ def load_dev_set(
     Raises:
         ReranklabError: validation is on and an input or the scoring is missing.
 
-    Example:
+    Example (skipped as a doctest: it needs a study's cell and files;
+    ``tests/test_validation.py`` runs it):
         >>> dev = load_dev_set(params, "results/first_stage/wikiqa/candidates.run",
         ...                    "results/data/wikiqa/qrels.txt", "results/splits/wikiqa/folds.json", 0)  # doctest: +SKIP
         >>> len(dev.qids), dev.scoring.name  # doctest: +SKIP
@@ -304,7 +302,8 @@ class DevScorer:
         frozen_features: the fold's frozen-feature cache (lite variants).
         progress: show bars.
 
-    Example:
+    Example (skipped as a doctest: it needs a model and a dev set; ``tests/test_validation.py``
+    runs it):
         >>> scorer = DevScorer(model, get_variant("bertsel"), dev, queries, corpus, batch_size=128)  # doctest: +SKIP
         >>> scorer(model)["aggregate"]["MAP"]  # after an epoch  # doctest: +SKIP
         0.7412

@@ -22,7 +22,9 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence
 
 
-def last_states(gru: nn.GRU, inputs: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def last_states(
+    gru: nn.GRU, inputs: torch.Tensor, mask: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Run ``gru`` over the valid steps of each row; return (all states, last valid state).
 
     Rows without a valid step are run over one zero step (their state is the GRU's response
@@ -40,7 +42,9 @@ def last_states(gru: nn.GRU, inputs: torch.Tensor, mask: torch.Tensor) -> tuple[
     inputs = inputs * mask.unsqueeze(-1).to(inputs.dtype)
     packed = pack_padded_sequence(inputs, lengths.cpu(), batch_first=True, enforce_sorted=False)
     output, last = gru(packed)
-    states, _ = nn.utils.rnn.pad_packed_sequence(output, batch_first=True, total_length=inputs.shape[1])
+    states, _ = nn.utils.rnn.pad_packed_sequence(
+        output, batch_first=True, total_length=inputs.shape[1]
+    )
     return states, last[-1]
 
 
@@ -56,11 +60,15 @@ class AttentionGate(nn.Module):
         self.inner = nn.Linear(7 * hidden, hidden)
         self.outer = nn.Linear(hidden, 1)
 
-    def forward(self, facts: torch.Tensor, memory: torch.Tensor, question: torch.Tensor) -> torch.Tensor:
+    def forward(
+        self, facts: torch.Tensor, memory: torch.Tensor, question: torch.Tensor
+    ) -> torch.Tensor:
         """Gates ``[B, T]`` of facts ``[B, T, h]`` given memory and question ``[B, h]``."""
         m = memory.unsqueeze(1).expand_as(facts)
         q = question.unsqueeze(1).expand_as(facts)
-        z = torch.cat([facts, m, q, facts * q, facts * m, (facts - q).abs(), (facts - m).abs()], dim=-1)
+        z = torch.cat(
+            [facts, m, q, facts * q, facts * m, (facts - q).abs(), (facts - m).abs()], dim=-1
+        )
         return torch.sigmoid(self.outer(torch.tanh(self.inner(z)))).squeeze(-1)
 
 
@@ -81,7 +89,9 @@ class EpisodicMemory(nn.Module):
         self.attention_gru = nn.GRUCell(hidden, hidden)
         self.memory_gru = nn.GRUCell(hidden, hidden)
 
-    def forward(self, facts: torch.Tensor, fact_mask: torch.Tensor, question: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(
+        self, facts: torch.Tensor, fact_mask: torch.Tensor, question: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """The final memory ``[B, h]`` and the gates of every episode ``[episodes, B, T]``."""
         memory = question
         valid = fact_mask.to(facts.dtype)
@@ -115,7 +125,9 @@ class DynamicMemoryHead(nn.Module):
         torch.Size([2])
     """
 
-    def __init__(self, input_size: int, hidden: int = 256, episodes: int = 4, dropout: float = 0.1) -> None:
+    def __init__(
+        self, input_size: int, hidden: int = 256, episodes: int = 4, dropout: float = 0.1
+    ) -> None:
         super().__init__()
         self.input_size = int(input_size)
         self.hidden = int(hidden)

@@ -2,7 +2,7 @@
 
 Each loss is an ``nn.Module`` built from the model it trains (as in sentence-transformers'
 cross-encoder losses) whose ``forward(batch)`` takes a collated batch of
-:mod:`reranklab.training.batching` and returns a scalar; the arithmetic is a plain function
+:mod:`reranklab.features.batch` and returns a scalar; the arithmetic is a plain function
 beside it so it can be checked by hand.
 """
 

@@ -9,7 +9,9 @@ import torch.nn.functional as F
 from torch import nn
 
 
-def bertsel_loss(positive: torch.Tensor, negative: torch.Tensor, margin: float = 0.2) -> torch.Tensor:
+def bertsel_loss(
+    positive: torch.Tensor, negative: torch.Tensor, margin: float = 0.2
+) -> torch.Tensor:
     """Mean of ``0.5·(−log y+ − log(1 − y−)) + 0.5·max(0, m − y+ + y−)``, ``y± = sigmoid(z±)``.
 
     The cross-entropy half is computed from the logits (``−log σ(z) = softplus(−z)``,

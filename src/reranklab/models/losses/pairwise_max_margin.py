@@ -8,7 +8,9 @@ import torch
 from torch import nn
 
 
-def pairwise_max_margin(positive: torch.Tensor, negative: torch.Tensor, margin: float) -> torch.Tensor:
+def pairwise_max_margin(
+    positive: torch.Tensor, negative: torch.Tensor, margin: float
+) -> torch.Tensor:
     """Mean of ``max(0, m − f(q, p+) + f(q, p−))`` over the batch.
 
     Args:
@@ -63,7 +65,9 @@ class PairwiseMaxMarginLoss(nn.Module):
         positive = self.model(**batch["positive"])
         negative = self.model(**batch["negative"])
         if positive.dim() != 1:
-            raise ValueError(f"PairwiseMaxMarginLoss needs one output per pair, got shape {tuple(positive.shape)}")
+            raise ValueError(
+                f"PairwiseMaxMarginLoss needs one output per pair, got shape {tuple(positive.shape)}"
+            )
         return pairwise_max_margin(positive, negative, self.margin)
 
     def get_config_dict(self) -> dict[str, Any]:

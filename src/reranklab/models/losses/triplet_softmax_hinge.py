@@ -8,7 +8,9 @@ import torch
 from torch import nn
 
 
-def softmax_hinge(positive: torch.Tensor, negative: torch.Tensor, margin: float = 0.2) -> torch.Tensor:
+def softmax_hinge(
+    positive: torch.Tensor, negative: torch.Tensor, margin: float = 0.2
+) -> torch.Tensor:
     """Mean of ``max(0, m - (ŝ+ - ŝ-))`` where ``(ŝ+, ŝ-) = softmax(s+, s-)``.
 
     The softmax keeps the difference in (-1, 1), so the loss is bounded by ``1 + m`` and is 0

@@ -4,8 +4,9 @@ Padding every pair to ``max_length`` wastes most of the compute on short WikiQA-
 padding per batch (dynamic padding) and putting pairs of similar length together (length
 grouping, as HF's ``LengthGroupedSampler``) keeps the batches dense. Collators are chosen by
 the variant's ``example_kind``, so a new variant reuses them without touching the trainer;
-they read pairs through the :class:`~reranklab.training.features.PairFeatures` the variant's
-featurizer made, so they work for any kind of model inputs.
+they read pairs through the :class:`~reranklab.features.types.PairFeatures` the variant's
+featurizer made, so they work for any kind of model inputs (token sequences pad themselves:
+:meth:`~reranklab.features.types.EncodedPairs.pad`).
 """
 
 from __future__ import annotations
@@ -18,50 +19,7 @@ import numpy as np
 import torch
 
 from reranklab.errors import ConfigError, FormatError
-from reranklab.training.features import EncodedPairs, PairFeatures, PairIndex
-
-
-def pad_batch(
-    encoded: EncodedPairs,
-    rows: Sequence[int] | np.ndarray,
-    pad_token_id: int,
-    pad_to_multiple_of: int | None = None,
-) -> dict[str, torch.Tensor]:
-    """Model inputs of pairs ``rows``, right-padded to the longest of them.
-
-    Args:
-        encoded: the tokenised pairs.
-        rows: which pairs, in batch order.
-        pad_token_id: the tokenizer's pad id.
-        pad_to_multiple_of: round the width up (8 suits GPU tensor cores); ``None`` = exact.
-
-    Returns:
-        ``input_ids``, ``attention_mask`` and (when the tokenizer has segments)
-        ``token_type_ids``, each ``[len(rows), width]`` int64.
-
-    Example:
-        >>> batch = pad_batch(encoded, [0, 5], pad_token_id=0)  # doctest: +SKIP
-        >>> batch["input_ids"].shape[1] == encoded.lengths[[0, 5]].max()  # doctest: +SKIP
-        True
-    """
-    rows = np.asarray(rows, dtype=np.int64)
-    starts = encoded.offsets[rows]
-    lengths = encoded.offsets[rows + 1] - starts
-    width = int(lengths.max()) if len(rows) else 0
-    if pad_to_multiple_of:
-        width = -(-width // pad_to_multiple_of) * pad_to_multiple_of
-    input_ids = np.full((len(rows), width), pad_token_id, dtype=np.int64)
-    attention_mask = np.zeros((len(rows), width), dtype=np.int64)
-    token_types = None if encoded.token_type_ids is None else np.zeros((len(rows), width), dtype=np.int64)
-    for k, (start, length) in enumerate(zip(starts.tolist(), lengths.tolist(), strict=True)):
-        input_ids[k, :length] = encoded.input_ids[start : start + length]
-        attention_mask[k, :length] = 1
-        if token_types is not None:
-            token_types[k, :length] = encoded.token_type_ids[start : start + length]
-    batch = {"input_ids": torch.from_numpy(input_ids), "attention_mask": torch.from_numpy(attention_mask)}
-    if token_types is not None:
-        batch["token_type_ids"] = torch.from_numpy(token_types)
-    return batch
+from reranklab.features.types import PairFeatures, PairIndex
 
 
 def to_device(batch: Any, device: torch.device) -> Any:
@@ -156,7 +114,9 @@ def _with_pad_token_id(features: PairFeatures, pad_token_id: int | None) -> Pair
     if pad_token_id is None:
         return features
     if not isinstance(features, PairIndex):
-        raise TypeError(f"pad_token_id applies to token features (PairIndex), not {type(features).__name__}")
+        raise TypeError(
+            f"pad_token_id applies to token features (PairIndex), not {type(features).__name__}"
+        )
     return dataclasses.replace(features, pad_token_id=int(pad_token_id))
 
 
@@ -179,17 +139,25 @@ class ExampleCollator:
     def pair_keys(cls, columns: Mapping[str, list[str]]) -> list[tuple[str, str]]:
         """Every (qid, pid) pair the examples need tokenised."""
         qids = columns["qid"]
-        return [(qid, pid) for name in cls.pid_columns for qid, pid in zip(qids, columns[name], strict=True)]
+        return [
+            (qid, pid)
+            for name in cls.pid_columns
+            for qid, pid in zip(qids, columns[name], strict=True)
+        ]
 
 
 class PointwiseCollator(ExampleCollator):
     """Point-wise examples (qid, pid, label) → ``{"features": padded pairs, "labels": [B]}``.
 
     Example:
-        >>> collate = PointwiseCollator.from_columns(columns, index, pad_token_id=0)  # doctest: +SKIP
-        >>> batch = collate([0, 3, 4])  # doctest: +SKIP
-        >>> batch["features"]["input_ids"].shape[0], batch["labels"].tolist()  # doctest: +SKIP
-        (3, [1, 0, 0])
+        >>> from reranklab.features.types import EncodedPairs, PairIndex
+        >>> keys = [("q1", "p1"), ("q1", "p2")]
+        >>> index = PairIndex(keys, {k: i for i, k in enumerate(keys)}, EncodedPairs.from_pieces([[2, 7, 3, 9, 3], [2, 7, 3, 3]], None, 8))
+        >>> columns = {"qid": ["q1", "q1", "q1"], "pid": ["p1", "p2", "p2"], "label": [1, 0, 0]}
+        >>> collate = PointwiseCollator.from_columns(columns, index)
+        >>> batch = collate([0, 2])
+        >>> batch["features"]["input_ids"].tolist(), batch["labels"].tolist()
+        ([[2, 7, 3, 9, 3], [2, 7, 3, 3, 0]], [1, 0])
     """
 
     example_kind = "pointwise"
@@ -197,13 +165,26 @@ class PointwiseCollator(ExampleCollator):
     pid_columns = ("pid",)
     pairs_per_example = 1
 
-    def __init__(self, features: PairFeatures, pairs: np.ndarray, labels: np.ndarray, pad_to_multiple_of: int | None = None) -> None:
+    def __init__(
+        self,
+        features: PairFeatures,
+        pairs: np.ndarray,
+        labels: np.ndarray,
+        pad_to_multiple_of: int | None = None,
+    ) -> None:
         super().__init__(features, pad_to_multiple_of)
         self.pairs = np.asarray(pairs, dtype=np.int64)
         self.labels = np.asarray(labels, dtype=np.int64)
 
     @classmethod
-    def from_columns(cls, columns: Mapping[str, list[Any]], index: PairFeatures, pad_token_id: int | None = None, pad_to_multiple_of: int | None = None, source: object = "examples") -> PointwiseCollator:
+    def from_columns(
+        cls,
+        columns: Mapping[str, list[Any]],
+        index: PairFeatures,
+        pad_token_id: int | None = None,
+        pad_to_multiple_of: int | None = None,
+        source: object = "examples",
+    ) -> PointwiseCollator:
         """Examples from Parquet columns; ``index`` holds every (qid, pid) they use."""
         labels = columns["label"]
         for row, label in enumerate(labels):
@@ -211,7 +192,9 @@ class PointwiseCollator(ExampleCollator):
                 raise FormatError(source, None, f"row {row}: label must be 0 or 1, got {label!r}")
         pairs = [index[qid, pid] for qid, pid in zip(columns["qid"], columns["pid"], strict=True)]
         features = _with_pad_token_id(index, pad_token_id)
-        return cls(features, np.asarray(pairs), np.asarray(labels, dtype=np.int64), pad_to_multiple_of)
+        return cls(
+            features, np.asarray(pairs), np.asarray(labels, dtype=np.int64), pad_to_multiple_of
+        )
 
     def __len__(self) -> int:
         return len(self.pairs)
@@ -221,7 +204,10 @@ class PointwiseCollator(ExampleCollator):
 
     def __call__(self, batch: Sequence[int]) -> dict[str, Any]:
         rows = np.asarray(batch, dtype=np.int64)
-        return {"features": self._pad(self.pairs[rows]), "labels": torch.from_numpy(self.labels[rows])}
+        return {
+            "features": self._pad(self.pairs[rows]),
+            "labels": torch.from_numpy(self.labels[rows]),
+        }
 
 
 class TripletCollator(ExampleCollator):
@@ -230,9 +216,13 @@ class TripletCollator(ExampleCollator):
     Positives and negatives are padded separately, each to its own longest pair.
 
     Example:
-        >>> collate = TripletCollator.from_columns(columns, index, pad_token_id=0)  # doctest: +SKIP
-        >>> sorted(collate([0, 1]))  # doctest: +SKIP
-        ['negative', 'positive']
+        >>> from reranklab.features.types import EncodedPairs, PairIndex
+        >>> keys = [("q1", "p1"), ("q1", "p2")]
+        >>> index = PairIndex(keys, {k: i for i, k in enumerate(keys)}, EncodedPairs.from_pieces([[2, 7, 3, 9, 3], [2, 7, 3, 3]], None, 8))
+        >>> collate = TripletCollator.from_columns({"qid": ["q1"], "pos_pid": ["p1"], "neg_pid": ["p2"]}, index)
+        >>> batch = collate([0])
+        >>> batch["positive"]["input_ids"].shape, batch["negative"]["input_ids"].shape
+        (torch.Size([1, 5]), torch.Size([1, 4]))
     """
 
     example_kind = "triplet"
@@ -240,18 +230,33 @@ class TripletCollator(ExampleCollator):
     pid_columns = ("pos_pid", "neg_pid")
     pairs_per_example = 2
 
-    def __init__(self, features: PairFeatures, positive: np.ndarray, negative: np.ndarray, pad_to_multiple_of: int | None = None) -> None:
+    def __init__(
+        self,
+        features: PairFeatures,
+        positive: np.ndarray,
+        negative: np.ndarray,
+        pad_to_multiple_of: int | None = None,
+    ) -> None:
         super().__init__(features, pad_to_multiple_of)
         self.positive = np.asarray(positive, dtype=np.int64)
         self.negative = np.asarray(negative, dtype=np.int64)
 
     @classmethod
-    def from_columns(cls, columns: Mapping[str, list[Any]], index: PairFeatures, pad_token_id: int | None = None, pad_to_multiple_of: int | None = None, source: object = "examples") -> TripletCollator:
+    def from_columns(
+        cls,
+        columns: Mapping[str, list[Any]],
+        index: PairFeatures,
+        pad_token_id: int | None = None,
+        pad_to_multiple_of: int | None = None,
+        source: object = "examples",
+    ) -> TripletCollator:
         """Triplets from Parquet columns; ``index`` holds every (qid, pid) they use."""
         qids = columns["qid"]
         for row, (pos, neg) in enumerate(zip(columns["pos_pid"], columns["neg_pid"], strict=True)):
             if pos == neg:
-                raise FormatError(source, None, f"row {row}: positive and negative passage are the same ({pos!r})")
+                raise FormatError(
+                    source, None, f"row {row}: positive and negative passage are the same ({pos!r})"
+                )
         positive = [index[qid, pid] for qid, pid in zip(qids, columns["pos_pid"], strict=True)]
         negative = [index[qid, pid] for qid, pid in zip(qids, columns["neg_pid"], strict=True)]
         features = _with_pad_token_id(index, pad_token_id)
@@ -266,7 +271,10 @@ class TripletCollator(ExampleCollator):
 
     def __call__(self, batch: Sequence[int]) -> dict[str, Any]:
         rows = np.asarray(batch, dtype=np.int64)
-        return {"positive": self._pad(self.positive[rows]), "negative": self._pad(self.negative[rows])}
+        return {
+            "positive": self._pad(self.positive[rows]),
+            "negative": self._pad(self.negative[rows]),
+        }
 
 
 COLLATORS: dict[str, type[ExampleCollator]] = {
@@ -280,5 +288,6 @@ def collator_for(example_kind: str) -> type[ExampleCollator]:
     try:
         return COLLATORS[example_kind]
     except KeyError:
-        raise ConfigError(f"no collator for example kind {example_kind!r} (known: {', '.join(COLLATORS)})") from None
-
+        raise ConfigError(
+            f"no collator for example kind {example_kind!r} (known: {', '.join(COLLATORS)})"
+        ) from None

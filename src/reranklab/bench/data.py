@@ -9,7 +9,8 @@ once in a child process that reports its peak above the interpreter's own.
 (:func:`reranklab.data.download.extract_members`) against listing the archive and seeking to
 each member in turn (``getmembers`` + ``extractfile``, one ``tarfile.open`` per member).
 
-Example:
+Example (skipped as a doctest: it writes a 200k-passage file and times child processes;
+``tests/test_bench_data.py`` runs it small):
     >>> report = bench_corpus(passages=200_000, wanted=2_000, work_dir=Path("/tmp/b"))  # doctest: +SKIP
     >>> report["time_ratio"], report["subset"]["peak_mib"]  # doctest: +SKIP
 """
@@ -37,7 +38,9 @@ import pyarrow.parquet as pq
 WORDS = [f"w{i}" for i in range(5000)]
 
 
-def write_synthetic_corpus(path: Path, passages: int, row_group: int = 20_000, words: int = 60, seed: int = 0) -> None:
+def write_synthetic_corpus(
+    path: Path, passages: int, row_group: int = 20_000, words: int = 60, seed: int = 0
+) -> None:
     """A ``corpus.parquet`` of ``passages`` seeded random passages in row groups, as prepare writes."""
     rnd = random.Random(seed)
     schema = pa.schema([("pid", pa.string()), ("text", pa.string())])
@@ -65,8 +68,19 @@ def _timed(fn: Callable[[], Any], repeats: int) -> tuple[float, Any]:
 def _child_peak(mode: str, path: Path, passages: int, wanted: int) -> float:
     """Peak RSS (MiB) a fresh process adds to read the corpus in ``mode`` (``full``/``subset``)."""
     out = subprocess.run(
-        [sys.executable, "-m", "reranklab.bench_data", "_peak", mode, str(path), str(passages), str(wanted)],
-        capture_output=True, text=True, check=True,
+        [
+            sys.executable,
+            "-m",
+            "reranklab.bench.data",
+            "_peak",
+            mode,
+            str(path),
+            str(passages),
+            str(wanted),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
     )
     return float(json.loads(out.stdout.strip().splitlines()[-1])["peak_mib"])
 
@@ -95,7 +109,9 @@ def _peak_main(mode: str, path: str, passages: int, wanted: int) -> None:
     print(json.dumps({"peak_mib": round((after - before) / 1024, 1), "passages": len(corpus)}))
 
 
-def bench_corpus(passages: int, wanted: int, work_dir: Path, repeats: int = 1, row_group: int = 20_000) -> dict[str, Any]:
+def bench_corpus(
+    passages: int, wanted: int, work_dir: Path, repeats: int = 1, row_group: int = 20_000
+) -> dict[str, Any]:
     """Read ``wanted`` of ``passages`` synthetic passages, against reading them all.
 
     Returns:
@@ -117,13 +133,21 @@ def bench_corpus(passages: int, wanted: int, work_dir: Path, repeats: int = 1, r
         "passages": passages,
         "wanted": len(pids),
         "file_mib": round(path.stat().st_size / 2**20, 1),
-        "full": {"seconds": round(full_s, 3), "peak_mib": _child_peak("full", path, passages, wanted)},
-        "subset": {"seconds": round(subset_s, 3), "peak_mib": _child_peak("subset", path, passages, wanted)},
+        "full": {
+            "seconds": round(full_s, 3),
+            "peak_mib": _child_peak("full", path, passages, wanted),
+        },
+        "subset": {
+            "seconds": round(subset_s, 3),
+            "peak_mib": _child_peak("subset", path, passages, wanted),
+        },
         "time_ratio": round(full_s / subset_s, 2),
     }
 
 
-def write_synthetic_tar(path: Path, members: int, member_mib: float, seed: int = 0) -> dict[str, bytes]:
+def write_synthetic_tar(
+    path: Path, members: int, member_mib: float, seed: int = 0
+) -> dict[str, bytes]:
     """A ``.tar.gz`` of ``members`` files of about ``member_mib`` MiB each (half random bytes)."""
     rnd = random.Random(seed)
     size = int(member_mib * 2**20)
@@ -149,7 +173,9 @@ def naive_extract(archive: Path, wanted: dict[str, Path]) -> None:
             dest.write_bytes(src.read())
 
 
-def bench_extract(members: int, member_mib: float, work_dir: Path, repeats: int = 1) -> dict[str, Any]:
+def bench_extract(
+    members: int, member_mib: float, work_dir: Path, repeats: int = 1
+) -> dict[str, Any]:
     """Extract every member of a synthetic tar.gz in one pass, against :func:`naive_extract`."""
     from reranklab.data.download import extract_members
 
@@ -159,7 +185,10 @@ def bench_extract(members: int, member_mib: float, work_dir: Path, repeats: int 
     ours = {name: work_dir / f"ours-{i}" for i, name in enumerate(contents)}
     naive_s, _ = _timed(lambda: naive_extract(archive, naive), repeats)
     ours_s, _ = _timed(lambda: extract_members(archive, ours), repeats)
-    if any(ours[name].read_bytes() != data or naive[name].read_bytes() != data for name, data in contents.items()):
+    if any(
+        ours[name].read_bytes() != data or naive[name].read_bytes() != data
+        for name, data in contents.items()
+    ):
         raise AssertionError("an extracted member differs from what was archived")
     return {
         "members": members,
@@ -173,12 +202,29 @@ def bench_extract(members: int, member_mib: float, work_dir: Path, repeats: int 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Arguments of ``reranklab bench-data``."""
     parser.add_argument("mode", choices=("corpus", "extract"))
-    parser.add_argument("--passages", type=int, default=1_000_000, help="corpus: synthetic passages (default 1,000,000)")
-    parser.add_argument("--wanted", type=int, default=3_000, help="corpus: passages the job names (default 3,000)")
-    parser.add_argument("--members", type=int, default=5, help="extract: members of the tar.gz (default 5)")
-    parser.add_argument("--member-mib", type=float, default=20.0, help="extract: MiB per member (default 20)")
-    parser.add_argument("--repeats", type=int, default=1, help="timings are the median of this many runs")
-    parser.add_argument("--work-dir", default=None, help="where the synthetic files go (default: a temporary folder)")
+    parser.add_argument(
+        "--passages",
+        type=int,
+        default=1_000_000,
+        help="corpus: synthetic passages (default 1,000,000)",
+    )
+    parser.add_argument(
+        "--wanted", type=int, default=3_000, help="corpus: passages the job names (default 3,000)"
+    )
+    parser.add_argument(
+        "--members", type=int, default=5, help="extract: members of the tar.gz (default 5)"
+    )
+    parser.add_argument(
+        "--member-mib", type=float, default=20.0, help="extract: MiB per member (default 20)"
+    )
+    parser.add_argument(
+        "--repeats", type=int, default=1, help="timings are the median of this many runs"
+    )
+    parser.add_argument(
+        "--work-dir",
+        default=None,
+        help="where the synthetic files go (default: a temporary folder)",
+    )
 
 
 def command(args: argparse.Namespace) -> None:

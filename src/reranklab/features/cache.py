@@ -20,7 +20,7 @@ never see half a shard; two jobs writing the same shard at once are harmless). M
 merged into one now and then.
 
 The model steps open a :func:`feature_cache_scope` (``training.feature_cache`` and the
-dataset) around the variant's featurizer; :func:`reranklab.training.features.encode_id_pairs`
+dataset) around the variant's featurizer; :func:`reranklab.features.featurize.encode_id_pairs`
 uses the scope's cache when there is one, so every variant that tokenises through it (the
 default featurizer, text transforms such as marking) is cached without knowing it, and the
 featurize hook contract is unchanged.
@@ -31,7 +31,7 @@ candidate and every judged passage) and every model job would depend on it; any 
 corpus or queries would invalidate all of it at once. Keyed by content, the cache cannot be
 stale: a changed passage text, tokenizer (vocabulary, lower-casing, special tokens) or max
 length is a different key or directory, and :data:`FEATURES_VERSION` is bumped whenever
-:mod:`reranklab.training.features` changes how pairs are cut. It is never declared to
+:mod:`reranklab.features.tokenize` changes how pairs are cut. It is never declared to
 Snakemake or DVC, so it cannot make a job re-run ("a second ``snakemake`` run does nothing"
 holds), and deleting it only costs the tokenisation again (results are bit-identical).
 """
@@ -52,14 +52,14 @@ from typing import Any
 
 import numpy as np
 
+from reranklab.features.tokenize import encode_fitted, encode_text_pairs, fit_queries
+from reranklab.features.types import EncodedPairs
 from reranklab.io.atomic import temporary_directory
 from reranklab.io.json_io import write_json
-from reranklab.training import features
-from reranklab.training.features import EncodedPairs
 
 log = logging.getLogger(__name__)
 
-FEATURES_VERSION = 1  # bump when features.py changes how a pair becomes word pieces
+FEATURES_VERSION = 1  # bump when tokenize.py changes how a pair becomes word pieces
 MERGE_ABOVE = 16  # merge the shards into one when a write leaves more than this many
 ARRAYS = ("keys", "input_ids", "token_type_ids", "offsets", "query_truncated", "query_cut")
 
@@ -78,7 +78,11 @@ def pair_keys(pairs: Sequence[tuple[str, str]]) -> np.ndarray:
     digests = []
     for query, passage in pairs:
         q = query.encode("utf-8")
-        digests.append(hashlib.blake2b(len(q).to_bytes(8, "little") + q + passage.encode("utf-8"), digest_size=16).digest())
+        digests.append(
+            hashlib.blake2b(
+                len(q).to_bytes(8, "little") + q + passage.encode("utf-8"), digest_size=16
+            ).digest()
+        )
     return np.frombuffer(b"".join(digests), dtype=np.uint64).reshape(len(pairs), 2).copy()
 
 
@@ -91,8 +95,11 @@ def tokenizer_fingerprint(tokenizer: Any) -> str:
     and the init settings. The tokenizer's class and :data:`FEATURES_VERSION` are part of it.
 
     Example:
-        >>> tokenizer_fingerprint(tokenizer)  # doctest: +SKIP
-        '3f9a0c1d2b7e4a55'
+        >>> from reranklab.models.tiny import tiny_tokenizer
+        >>> same = tokenizer_fingerprint(tiny_tokenizer(["cat"])) == tokenizer_fingerprint(tiny_tokenizer(["cat"]))
+        >>> other = tokenizer_fingerprint(tiny_tokenizer(["cat"])) == tokenizer_fingerprint(tiny_tokenizer(["dog"]))
+        >>> same, other, len(tokenizer_fingerprint(tiny_tokenizer(["cat"])))
+        (True, False, 16)
     """
     digest = hashlib.blake2b(digest_size=8)
     digest.update(f"v{FEATURES_VERSION}|{type(tokenizer).__name__}|".encode())
@@ -111,7 +118,11 @@ def tokenizer_fingerprint(tokenizer: Any) -> str:
             if isinstance(v, str | int | float | bool) and "file" not in k and "path" not in k
         }
         digest.update(json.dumps(settings, sort_keys=True).encode("utf-8"))
-    digest.update(json.dumps(getattr(tokenizer, "special_tokens_map", {}), sort_keys=True, default=str).encode("utf-8"))
+    digest.update(
+        json.dumps(
+            getattr(tokenizer, "special_tokens_map", {}), sort_keys=True, default=str
+        ).encode("utf-8")
+    )
     return digest.hexdigest()
 
 
@@ -143,7 +154,9 @@ def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     if total == 0:
         return np.empty(0, dtype=np.int64)
     first = np.cumsum(lengths) - lengths
-    return np.repeat(np.asarray(starts, dtype=np.int64) - first, lengths) + np.arange(total, dtype=np.int64)
+    return np.repeat(np.asarray(starts, dtype=np.int64) - first, lengths) + np.arange(
+        total, dtype=np.int64
+    )
 
 
 def _lookup(shards: Sequence[_Shard], keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -162,7 +175,9 @@ def _lookup(shards: Sequence[_Shard], keys: np.ndarray) -> tuple[np.ndarray, np.
     stored = np.concatenate([np.asarray(s.keys) for s in shards])
     if len(stored) == 0:
         return source, row
-    shard_of = np.concatenate([np.full(len(s.keys), i, dtype=np.int64) for i, s in enumerate(shards)])
+    shard_of = np.concatenate(
+        [np.full(len(s.keys), i, dtype=np.int64) for i, s in enumerate(shards)]
+    )
     row_of = np.concatenate([np.arange(len(s.keys), dtype=np.int64) for s in shards])
     order = np.argsort(stored[:, 0], kind="stable")
     at = np.minimum(np.searchsorted(stored[order, 0], keys[:, 0]), len(order) - 1)
@@ -171,29 +186,6 @@ def _lookup(shards: Sequence[_Shard], keys: np.ndarray) -> tuple[np.ndarray, np.
     source[found] = shard_of[candidate[found]]
     row[found] = row_of[candidate[found]]
     return source, row
-
-
-def query_flags(tokenizer: Any, pairs: Sequence[tuple[str, str]], max_length: int, query_max_length: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Per pair: was the query cut to ``query_max_length``, and did it need ``longest_first``.
-
-    The same rules as :func:`~reranklab.training.features.encode_text_pairs`, which only
-    returns the counts; the cache keeps them per pair so a gathered subset counts right.
-
-    Returns:
-        ``(query_cut, query_truncated)``, two ``bool [len(pairs)]`` arrays.
-    """
-    texts = sorted({query for query, _ in pairs})
-    cut = features.cut_queries(tokenizer, texts, int(query_max_length)) if query_max_length and texts else {}
-    kept = sorted({cut.get(text, text) for text in texts})
-    lengths: dict[str, int] = {}
-    for start in range(0, len(kept), features.CHUNK):
-        chunk = kept[start : start + features.CHUNK]
-        ids = tokenizer(chunk, add_special_tokens=False, return_attention_mask=False, return_token_type_ids=False)["input_ids"]
-        lengths.update(zip(chunk, map(len, ids), strict=True))
-    special = tokenizer.num_special_tokens_to_add(pair=True)
-    query_cut = np.fromiter((query in cut for query, _ in pairs), dtype=bool, count=len(pairs))
-    truncated = np.fromiter((lengths[cut.get(q, q)] + special >= max_length for q, _ in pairs), dtype=bool, count=len(pairs))
-    return query_cut, truncated
 
 
 class FeatureCache:
@@ -206,16 +198,21 @@ class FeatureCache:
         query_max_length: the length queries are cut to first (``None`` = whole).
 
     Example:
-        >>> cache = open_feature_cache("results/features", "wikiqa", tokenizer, 256)  # doctest: +SKIP
-        >>> encoded = cache.encode(tokenizer, [("what is a cat", "a cat is an animal")])  # doctest: +SKIP
-        >>> cache.last.misses  # doctest: +SKIP
-        1
-        >>> encoded = cache.encode(tokenizer, [("what is a cat", "a cat is an animal")])  # doctest: +SKIP
-        >>> cache.last.hits, cache.last.misses  # doctest: +SKIP
+        >>> import tempfile
+        >>> from reranklab.models.tiny import tiny_tokenizer
+        >>> tokenizer = tiny_tokenizer(["what", "is", "a", "cat", "an", "animal"])
+        >>> cache = open_feature_cache(tempfile.mkdtemp(), "wikiqa", tokenizer, 256)
+        >>> encoded = cache.encode(tokenizer, [("what is a cat", "a cat is an animal")], progress=False)
+        >>> cache.last.hits, cache.last.misses
+        (0, 1)
+        >>> encoded = cache.encode(tokenizer, [("what is a cat", "a cat is an animal")], progress=False)
+        >>> cache.last.hits, cache.last.misses
         (1, 0)
     """
 
-    def __init__(self, directory: str | Path, max_length: int, query_max_length: int | None = None) -> None:
+    def __init__(
+        self, directory: str | Path, max_length: int, query_max_length: int | None = None
+    ) -> None:
         self.directory = Path(directory)
         self.max_length = int(max_length)
         self.query_max_length = int(query_max_length) if query_max_length else None
@@ -225,7 +222,9 @@ class FeatureCache:
         """The complete shards (temporary directories are not listed), by name."""
         if not self.directory.is_dir():
             return []
-        return sorted(p for p in self.directory.iterdir() if p.name.startswith("shard-") and p.is_dir())
+        return sorted(
+            p for p in self.directory.iterdir() if p.name.startswith("shard-") and p.is_dir()
+        )
 
     def _load(self, path: Path) -> _Shard | None:
         try:
@@ -239,7 +238,12 @@ class FeatureCache:
                 arrays[name] = np.load(file, mmap_mode="r")
             shard = _Shard(**arrays)
             n = len(shard.keys)
-            if len(shard.offsets) != n + 1 or int(shard.offsets[-1]) != len(shard.input_ids) or len(shard.query_truncated) != n or len(shard.query_cut) != n:
+            if (
+                len(shard.offsets) != n + 1
+                or int(shard.offsets[-1]) != len(shard.input_ids)
+                or len(shard.query_truncated) != n
+                or len(shard.query_cut) != n
+            ):
                 raise ValueError("its arrays do not match")
             return shard
         except (OSError, ValueError) as exc:
@@ -250,7 +254,10 @@ class FeatureCache:
     def _write(self, shard: _Shard) -> Path:
         self.directory.mkdir(parents=True, exist_ok=True)
         # Content-addressed: the same pairs always make the same shard name.
-        name = "shard-" + hashlib.blake2b(np.ascontiguousarray(shard.keys).tobytes(), digest_size=8).hexdigest()
+        name = (
+            "shard-"
+            + hashlib.blake2b(np.ascontiguousarray(shard.keys).tobytes(), digest_size=8).hexdigest()
+        )
         final = self.directory / name
         if final.is_dir():
             return final
@@ -287,7 +294,14 @@ class FeatureCache:
             },
         )
 
-    def encode(self, tokenizer: Any, pairs: Sequence[tuple[str, str]], *, desc: str = "tokenise", progress: bool = True) -> EncodedPairs:
+    def encode(
+        self,
+        tokenizer: Any,
+        pairs: Sequence[tuple[str, str]],
+        *,
+        desc: str = "tokenise",
+        progress: bool = True,
+    ) -> EncodedPairs:
         """``encode_text_pairs(tokenizer, pairs, max_length, query_max_length=...)``, tokenising only what is not cached.
 
         Args:
@@ -297,7 +311,7 @@ class FeatureCache:
             progress: show a tqdm bar.
 
         Returns:
-            What :func:`~reranklab.training.features.encode_text_pairs` returns, bit for bit.
+            What :func:`~reranklab.features.tokenize.encode_text_pairs` returns, bit for bit.
             ``self.last`` says how many pairs were found and how many tokenised.
         """
         keys = pair_keys(pairs)
@@ -307,14 +321,22 @@ class FeatureCache:
         if len(missing):
             # Each distinct missing pair once (a job may list a pair twice), in key order, so
             # the same misses always make the same shard.
-            _, first, inverse = np.unique(keys[missing], axis=0, return_index=True, return_inverse=True)
+            _, first, inverse = np.unique(
+                keys[missing], axis=0, return_index=True, return_inverse=True
+            )
             todo = missing[first]
             texts = [pairs[i] for i in todo.tolist()]
-            fresh = features.encode_text_pairs(tokenizer, texts, self.max_length, query_max_length=self.query_max_length, desc=desc, progress=progress)
-            query_cut, truncated = query_flags(tokenizer, texts, self.max_length, self.query_max_length)
-            if int(truncated.sum()) != fresh.query_truncated or int(query_cut.sum()) != fresh.query_cut:
-                raise RuntimeError("feature cache: query_flags disagrees with encode_text_pairs; update cache.query_flags and bump FEATURES_VERSION")
-            shard = _Shard(keys[todo], fresh.input_ids, fresh.token_type_ids, fresh.offsets, truncated, query_cut)
+            # The per-pair flags are kept, so a gathered subset counts its truncations right.
+            fitted = fit_queries(tokenizer, texts, self.max_length, self.query_max_length)
+            fresh = encode_fitted(tokenizer, fitted, self.max_length, desc=desc, progress=progress)
+            shard = _Shard(
+                keys[todo],
+                fresh.input_ids,
+                fresh.token_type_ids,
+                fresh.offsets,
+                fitted.long_query,
+                fitted.query_cut,
+            )
             self._write_meta(tokenizer)
             self._write(shard)
             shards.append(shard)
@@ -322,7 +344,12 @@ class FeatureCache:
             row[missing] = np.asarray(inverse).reshape(-1)
             self._maybe_merge()
         self.last = CacheStats(hits=int(len(pairs) - len(missing)), misses=int(len(missing)))
-        log.info("feature cache %s: %d pairs found, %d tokenised", self.directory, self.last.hits, self.last.misses)
+        log.info(
+            "feature cache %s: %d pairs found, %d tokenised",
+            self.directory,
+            self.last.hits,
+            self.last.misses,
+        )
         return self._gather(shards, source, row)
 
     def _gather(self, shards: list[_Shard], source: np.ndarray, row: np.ndarray) -> EncodedPairs:
@@ -342,7 +369,11 @@ class FeatureCache:
         offsets = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])
         used = [s for s, rows_out in zip(shards, mine, strict=True) if len(rows_out)]
-        has_types = all(s.token_type_ids is not None for s in used) if used else (not shards or shards[0].token_type_ids is not None)
+        has_types = (
+            all(s.token_type_ids is not None for s in used)
+            if used
+            else (not shards or shards[0].token_type_ids is not None)
+        )
         input_ids = np.empty(int(offsets[-1]), dtype=np.int32)
         token_types = np.empty(int(offsets[-1]), dtype=np.int8) if has_types else None
         for shard, rows_out in zip(shards, mine, strict=True):
@@ -353,7 +384,14 @@ class FeatureCache:
             input_ids[dst] = shard.input_ids[src]
             if token_types is not None:
                 token_types[dst] = shard.token_type_ids[src]
-        return EncodedPairs(input_ids, token_types, offsets, self.max_length, int(truncated.sum()), int(query_cut.sum()))
+        return EncodedPairs(
+            input_ids,
+            token_types,
+            offsets,
+            self.max_length,
+            int(truncated.sum()),
+            int(query_cut.sum()),
+        )
 
     def _maybe_merge(self) -> None:
         paths = self.shard_dirs()
@@ -367,14 +405,24 @@ class FeatureCache:
         source = np.concatenate([np.full(len(s.keys), i) for i, s in enumerate(shards)])[first]
         row = np.concatenate([np.arange(len(s.keys)) for s in shards])[first]
         merged = self._gather(shards, source, row)
-        flags = {name: np.concatenate([np.asarray(getattr(s, name)) for s in shards])[first] for name in ("query_truncated", "query_cut")}
-        target = self._write(_Shard(keys[first], merged.input_ids, merged.token_type_ids, merged.offsets, **flags))
+        flags = {
+            name: np.concatenate([np.asarray(getattr(s, name)) for s in shards])[first]
+            for name in ("query_truncated", "query_cut")
+        }
+        target = self._write(
+            _Shard(keys[first], merged.input_ids, merged.token_type_ids, merged.offsets, **flags)
+        )
         for path, _ in loaded:
             if path != target:
                 # A job that already mapped it keeps its mapping (POSIX); later ones list again.
                 with contextlib.suppress(OSError):
                     shutil.rmtree(path)
-        log.info("feature cache: merged %d shards into %s (%d pairs)", len(loaded), target.name, len(first))
+        log.info(
+            "feature cache: merged %d shards into %s (%d pairs)",
+            len(loaded),
+            target.name,
+            len(first),
+        )
 
 
 def cache_dir_name(tokenizer: Any, max_length: int, query_max_length: int | None = None) -> str:
@@ -383,7 +431,13 @@ def cache_dir_name(tokenizer: Any, max_length: int, query_max_length: int | None
     return f"{name}-Q{int(query_max_length)}" if query_max_length else name
 
 
-def open_feature_cache(root: str | Path | None, dataset: str, tokenizer: Any, max_length: int, query_max_length: int | None = None) -> FeatureCache | None:
+def open_feature_cache(
+    root: str | Path | None,
+    dataset: str,
+    tokenizer: Any,
+    max_length: int,
+    query_max_length: int | None = None,
+) -> FeatureCache | None:
     """The cache of ``dataset``'s pairs for ``tokenizer`` at ``max_length``; ``None`` without ``root``.
 
     Args:
@@ -393,13 +447,21 @@ def open_feature_cache(root: str | Path | None, dataset: str, tokenizer: Any, ma
         max_length, query_max_length: how pairs are cut.
 
     Example:
-        >>> cache = open_feature_cache("results/features", "wikiqa", tokenizer, 256)  # doctest: +SKIP
-        >>> cache.directory  # doctest: +SKIP
-        PosixPath('results/features/wikiqa/3f9a0c1d2b7e4a55-L256')
+        >>> from reranklab.models.tiny import tiny_tokenizer
+        >>> tokenizer = tiny_tokenizer(["cat"])
+        >>> cache = open_feature_cache("results/features", "wikiqa", tokenizer, 256)
+        >>> cache.directory == Path(f"results/features/wikiqa/{tokenizer_fingerprint(tokenizer)}-L256")
+        True
+        >>> open_feature_cache(None, "wikiqa", tokenizer, 256) is None
+        True
     """
     if not root:
         return None
-    return FeatureCache(Path(root) / str(dataset) / cache_dir_name(tokenizer, max_length, query_max_length), max_length, query_max_length)
+    return FeatureCache(
+        Path(root) / str(dataset) / cache_dir_name(tokenizer, max_length, query_max_length),
+        max_length,
+        query_max_length,
+    )
 
 
 @dataclass
@@ -429,9 +491,14 @@ def feature_cache_scope(root: str | Path | None, dataset: str | None) -> Iterato
         dataset: the cell's dataset.
 
     Example:
-        >>> with feature_cache_scope("results/features", "wikiqa") as scope:  # doctest: +SKIP
-        ...     index = spec.featurizer()(model, keys, queries, corpus)
-        >>> scope.stats.hits  # doctest: +SKIP
+        >>> import tempfile
+        >>> from reranklab.models.tiny import tiny_tokenizer
+        >>> tokenizer, root = tiny_tokenizer(["who", "me"]), tempfile.mkdtemp()
+        >>> for _ in range(2):
+        ...     with feature_cache_scope(root, "wikiqa") as scope:
+        ...         encoded = encode_cached(tokenizer, [("who", "me")], 16, progress=False)
+        >>> scope.stats.hits, scope.stats.misses, scope.summary()["feature_cache"] == f"{root}/wikiqa"
+        (1, 0, True)
     """
     directory = Path(root) / str(dataset or "default") if root else None
     scope = CacheScope(directory)
@@ -442,16 +509,35 @@ def feature_cache_scope(root: str | Path | None, dataset: str | None) -> Iterato
         _SCOPE.reset(token)
 
 
-def encode_cached(tokenizer: Any, pairs: Sequence[tuple[str, str]], max_length: int, *, query_max_length: int | None = None, desc: str = "tokenise", progress: bool = True) -> EncodedPairs:
-    """:func:`~reranklab.training.features.encode_text_pairs` through the current scope's cache, if any.
+def encode_cached(
+    tokenizer: Any,
+    pairs: Sequence[tuple[str, str]],
+    max_length: int,
+    *,
+    query_max_length: int | None = None,
+    desc: str = "tokenise",
+    progress: bool = True,
+) -> EncodedPairs:
+    """:func:`~reranklab.features.tokenize.encode_text_pairs` through the current scope's cache, if any.
 
-    What :func:`~reranklab.training.features.encode_id_pairs` calls; outside a
+    What :func:`~reranklab.features.featurize.encode_id_pairs` calls; outside a
     :func:`feature_cache_scope` (or with no root) it just tokenises.
     """
     scope = _SCOPE.get()
     if scope is None or scope.directory is None:
-        return features.encode_text_pairs(tokenizer, pairs, max_length, query_max_length=query_max_length, desc=desc, progress=progress)
-    cache = FeatureCache(scope.directory / cache_dir_name(tokenizer, max_length, query_max_length), max_length, query_max_length)
+        return encode_text_pairs(
+            tokenizer,
+            pairs,
+            max_length,
+            query_max_length=query_max_length,
+            desc=desc,
+            progress=progress,
+        )
+    cache = FeatureCache(
+        scope.directory / cache_dir_name(tokenizer, max_length, query_max_length),
+        max_length,
+        query_max_length,
+    )
     encoded = cache.encode(tokenizer, pairs, desc=desc, progress=progress)
     scope.stats.add(cache.last)
     return encoded

