@@ -34,10 +34,12 @@ quickstart: install
 regress: quickstart
 	$(BIN)/reranklab regress --summary results/summary.json --out results/regression.md
 
-# lint-imports: the import contracts of pyproject.toml (layers, no cycle); pytest also runs the
-# docstrings' examples of src/reranklab.
+# lint-imports: the import contracts of pyproject.toml (layers, no cycle); ruff: lint and format
+# checked (CI fails on unformatted code); pytest also runs the docstrings' examples of src/reranklab.
 test: install
 	$(BIN)/lint-imports
+	$(BIN)/ruff check src tests
+	$(BIN)/ruff format --check src tests
 	$(BIN)/python -m pytest -q
 
 lint: install
