@@ -83,28 +83,43 @@ def cmd_datasets(args: argparse.Namespace) -> None:
 # -- first stage, splits, sampling -------------------------------------------------------------
 
 
-def cmd_index(args: argparse.Namespace) -> None:
-    from reranklab.io import read_corpus
+def _retriever(args: argparse.Namespace) -> Any:
     from reranklab.retrieval import get_backend
 
-    corpus = read_corpus(args.corpus)
-    stats = get_backend(args.params["retrieval"]).build(corpus, Path(args.out_dir))
-    log.info("indexed %d passages (vocabulary %d)", stats["passages"], stats["vocabulary"])
+    backend = get_backend(args.params["retrieval"])
+    backend.threads = args.threads  # how the job runs (the rule's threads), not a setting
+    return backend
+
+
+def cmd_index(args: argparse.Namespace) -> None:
+    # The backend streams the corpus file: the collection is never held as a whole.
+    stats = _retriever(args).build(Path(args.corpus), Path(args.out_dir))
+    log.info("indexed %d passages (vocabulary %s)", stats["passages"], stats["vocabulary"])
 
 
 def cmd_retrieve(args: argparse.Namespace) -> None:
     from reranklab.io import read_qrels, read_queries, read_run, write_run
-    from reranklab.retrieval import get_backend, inject_relevant, pool_candidates
+    from reranklab.retrieval import inject_relevant, pool_candidates
 
     protocol = args.params["protocol"]
     queries = read_queries(args.queries)
     depth = protocol.get("depth")
-    if protocol["first_stage"] == "bm25":
-        if not args.index_dir:
-            raise ReranklabError("the bm25 first stage needs --index-dir")
-        run = get_backend(args.params["retrieval"]).search(
-            Path(args.index_dir), queries, int(depth)
+    if protocol["first_stage"] == "bm25" and not args.index_dir:
+        raise ReranklabError("the bm25 first stage needs --index-dir")
+    if protocol["first_stage"] == "bm25" and not protocol.get("inject_relevant"):
+        # Streamed to the file (MS MARCO: 6,980 queries x 1,000): the run is never held whole.
+        stats = _retriever(args).search_to_file(
+            Path(args.index_dir), queries, int(depth), Path(args.out), tag="bm25"
         )
+        log.info(
+            "bm25: %d queries, %d candidates, %d queries without candidates",
+            stats["queries"],
+            stats["candidates"],
+            stats["empty"],
+        )
+        return
+    if protocol["first_stage"] == "bm25":
+        run = _retriever(args).search(Path(args.index_dir), queries, int(depth))
     else:
         run = pool_candidates(read_run(args.pool), list(queries), depth)
     if protocol.get("inject_relevant"):
@@ -580,12 +595,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("index", cmd_index, "build the BM25 index of a corpus")
     p.add_argument("--corpus", required=True)
     p.add_argument("--out-dir", required=True)
+    p.add_argument("--threads", type=int, default=0, help="CPU threads (0 = all available)")
     params(p)
 
     p = add("retrieve", cmd_retrieve, "first-stage candidates (BM25 top-k or the pool)")
     for name in ("--queries", "--qrels", "--pool", "--out"):
         p.add_argument(name, required=True)
     p.add_argument("--index-dir")
+    p.add_argument("--threads", type=int, default=0, help="CPU threads (0 = all available)")
     params(p)
 
     p = add("split", cmd_split, "k-fold cross-validation or the predefined split")

@@ -1,10 +1,26 @@
+def retrieval_settings():
+    # Only the chosen backend's settings, so changing the other's reruns nothing.
+    r = CFG["retrieval"]
+    return {k: v for k, v in r.items() if k != "elasticsearch" or r["backend"] == "elasticsearch"}
+
+
 def retrieve_settings(w):
     p = protocol(w.dataset)
     keys = ("first_stage", "depth", "inject_relevant", "relevance_threshold")
     settings = {"protocol": {k: p[k] for k in keys}}
     if p["first_stage"] == "bm25":
-        settings["retrieval"] = CFG["retrieval"]
+        settings["retrieval"] = retrieval_settings()
     return as_json(settings)
+
+
+def threads_for_retrieval():
+    # bm25s scores queries on all the cores it is given (its numba backend); Snakemake caps
+    # a rule's threads at --cores, so ask for them all.
+    try:
+        cores = workflow.cores
+    except Exception:  # WorkflowError: a cluster executor has no --cores; its profile's set-threads decides
+        return 8
+    return cores or 1
 
 
 rule index:
@@ -16,12 +32,13 @@ rule index:
         "results/logs/index/{dataset}.log",
     message:
         "Building the BM25 index of {wildcards.dataset}"
+    threads: 1
     params:
-        settings=lambda w: as_json({"retrieval": CFG["retrieval"]}),
+        settings=lambda w: as_json({"retrieval": retrieval_settings()}),
     conda:
         CONDA_ENV
     shell:
-        "reranklab index --corpus {input} --out-dir {output} --params {params.settings:q} > {log} 2>&1"
+        "reranklab index --corpus {input} --out-dir {output} --threads {threads} --params {params.settings:q} > {log} 2>&1"
 
 
 rule retrieve:
@@ -36,6 +53,7 @@ rule retrieve:
         "results/logs/retrieve/{dataset}.log",
     message:
         "First stage of {wildcards.dataset}: candidates per query"
+    threads: threads_for_retrieval()
     params:
         settings=retrieve_settings,
         index=lambda w, input: f"--index-dir {input.index}" if input.index else "",
@@ -43,7 +61,7 @@ rule retrieve:
         CONDA_ENV
     shell:
         "reranklab retrieve --queries {input.queries} --qrels {input.qrels} --pool {input.pool}"
-        " {params.index} --out {output} --params {params.settings:q} > {log} 2>&1"
+        " {params.index} --out {output} --threads {threads} --params {params.settings:q} > {log} 2>&1"
 
 
 rule first_stage:

@@ -5,6 +5,9 @@
 peak memory needs a process per reader (``ru_maxrss`` only grows), so each reader also runs
 once in a child process that reports its peak above the interpreter's own.
 
+``index`` (:mod:`reranklab.bench.scale`): BM25 indexing and retrieval on synthetic corpora of
+100 k to 3 M passages, ``reranklab index`` / ``retrieve`` against bm25s used directly.
+
 ``extract``: the members of a ``.tar.gz`` extracted in one streaming pass
 (:func:`reranklab.data.download.extract_members`) against listing the archive and seeking to
 each member in turn (``getmembers`` + ``extractfile``, one ``tarfile.open`` per member).
@@ -21,7 +24,6 @@ import argparse
 import io
 import json
 import random
-import resource
 import statistics
 import subprocess
 import sys
@@ -34,6 +36,8 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+from reranklab.bench.memory import peak_rss_kib
 
 WORDS = [f"w{i}" for i in range(5000)]
 
@@ -83,20 +87,6 @@ def _child_peak(mode: str, path: Path, passages: int, wanted: int) -> float:
         check=True,
     )
     return float(json.loads(out.stdout.strip().splitlines()[-1])["peak_mib"])
-
-
-def peak_rss_kib() -> int:
-    """This process's peak resident memory in KiB.
-
-    ``VmHWM`` of ``/proc/self/status`` where there is one: ``ru_maxrss`` of a child started by
-    ``vfork`` + ``exec`` (as ``subprocess`` does) starts at its parent's size, not at its own.
-    """
-    status = Path("/proc/self/status")
-    if status.is_file():
-        for line in status.read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1])
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
 
 def _peak_main(mode: str, path: str, passages: int, wanted: int) -> None:
@@ -201,7 +191,7 @@ def bench_extract(
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Arguments of ``reranklab bench-data``."""
-    parser.add_argument("mode", choices=("corpus", "extract"))
+    parser.add_argument("mode", choices=("corpus", "extract", "index"))
     parser.add_argument(
         "--passages",
         type=int,
@@ -225,10 +215,41 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="where the synthetic files go (default: a temporary folder)",
     )
+    # index (reranklab.bench.scale): BM25 index/retrieve at scale against bm25s used directly
+    parser.add_argument(
+        "--sizes",
+        default="100000,1000000,3000000",
+        help="index: synthetic corpus sizes, comma-separated (default 100000,1000000,3000000)",
+    )
+    parser.add_argument(
+        "--queries", type=int, default=1_000, help="index: synthetic queries (default 1,000)"
+    )
+    parser.add_argument("--depth", type=int, default=1_000, help="index: top-k (default 1,000)")
+    parser.add_argument(
+        "--threads", type=int, default=0, help="index: retrieve threads (default 0: all cores)"
+    )
+    parser.add_argument(
+        "--sides",
+        choices=("both", "reranklab", "bm25s"),
+        default="both",
+        help="index: measure reranklab, bm25s used directly, or both (default)",
+    )
+    parser.add_argument(
+        "--vocabulary",
+        type=int,
+        default=3_000_000,
+        help="index: made-up words the passages draw from (default 3,000,000)",
+    )
+    parser.add_argument("--json", action="store_true", help="index: JSON instead of the table")
 
 
 def command(args: argparse.Namespace) -> None:
-    """Run ``reranklab bench-data`` and print the report as JSON."""
+    """Run ``reranklab bench-data`` and print the report as JSON (``index``: a table or JSON)."""
+    if args.mode == "index":
+        from reranklab.bench.scale import command as index_command
+
+        index_command(args)
+        return
     with tempfile.TemporaryDirectory(dir=args.work_dir) as tmp:
         work = Path(tmp)
         if args.mode == "corpus":

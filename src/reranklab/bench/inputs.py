@@ -67,7 +67,7 @@ def load_bench_data(
     depth = protocol.get("depth")
     if protocol["first_stage"] == "bm25":
         backend = get_backend(schema_defaults()["retrieval"])
-        backend.build(corpus, work_dir / "index")
+        backend.build(data_dir / "corpus.parquet", work_dir / "index")
         candidates = backend.search(work_dir / "index", queries, int(depth))
     else:
         candidates = pool_candidates(read_run(data_dir / "pool.run"), list(queries), depth)

@@ -11,7 +11,7 @@ with ordinary tools (``trec_eval``, ``pandas``, ``jq``, ``less``):
 """
 
 from reranklab.io.atomic import atomic_path, atomic_write_bytes, atomic_write_text
-from reranklab.io.corpus import read_corpus, write_corpus
+from reranklab.io.corpus import iter_corpus, read_corpus, write_corpus
 from reranklab.io.folds import Fold, Folds, read_folds, write_folds
 from reranklab.io.json_io import read_json, write_json
 from reranklab.io.queries import read_queries, write_queries
@@ -37,6 +37,7 @@ __all__ = [
     "atomic_write_bytes",
     "atomic_write_text",
     "count_ties",
+    "iter_corpus",
     "load_pickle",
     "rank_order",
     "tie_key",

@@ -25,12 +25,16 @@ def get_backend(settings: Mapping[str, Any]) -> Retriever:
         >>> get_backend({"backend": "lucene"})
         Traceback (most recent call last):
         ...
-        reranklab.errors.ConfigError: retrieval.backend: unknown backend 'lucene' (known: bm25s)
+        reranklab.errors.ConfigError: retrieval.backend: unknown backend 'lucene' (known: bm25s, elasticsearch)
     """
     # Imported here: bm25s loads only when a backend is used.
     from reranklab.retrieval.bm25s_backend import Bm25sRetriever
+    from reranklab.retrieval.es_backend import ElasticsearchRetriever  # the client loads lazily
 
-    backends: dict[str, type[Retriever]] = {"bm25s": Bm25sRetriever}
+    backends: dict[str, type[Retriever]] = {
+        "bm25s": Bm25sRetriever,
+        "elasticsearch": ElasticsearchRetriever,
+    }
     name = settings.get("backend", "bm25s")
     try:
         return backends[name](settings)

@@ -1,87 +1,260 @@
-"""BM25 with bm25s (Lucene's formula), PyStemmer stemming, and a memory-mapped saved index."""
+"""BM25 with bm25s (Lucene's formula), PyStemmer stemming, and a memory-mapped saved index.
+
+The index is built from the corpus streamed in chunks (:mod:`~reranklab.retrieval.streamed_index`,
+bounded memory, the same arrays as bm25s' in-memory ``index``) and searched memory-mapped with
+bm25s' numba backend on all the job's cores (its numpy backend for small jobs, where compiling
+the numba kernels would take longer than the search: both sum the same float32 weights in the
+same order, so the scores are equal).
+
+The top ``depth`` never depends on bm25s' own order among equal scores (its numba and numpy
+top-k keep different passages of a tie): each query is searched deep enough to hold every
+passage tied with the one at rank ``depth``, then ranked by (-score, the seeded hash of (qid,
+pid)) and cut, as :func:`reranklab.io.write_run` orders a run.
+"""
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from tqdm.auto import tqdm
 
-from reranklab.io import Run, atomic_write_text
+from reranklab.errors import FormatError, ReranklabError
+from reranklab.io import Run, atomic_path, atomic_write_text, tie_key
+from reranklab.retrieval.analyzer import Analyzer
 from reranklab.retrieval.base import Retriever
+from reranklab.retrieval.streamed_index import PIDS_FILE, build_streamed_index
 
-PIDS_FILE = "pids.json"
 SETTINGS_FILE = "reranklab.json"
+INDEX_FORMAT = 2  # 1: bm25s' own save + pids.json, built from an in-memory {pid: text}
+CHUNK = 100_000  # passages tokenised at once while indexing
+QUERY_BATCH = 2_048  # queries scored at once (one numba call, parallel over its queries)
+# Below this many (query x passage) scores, bm25s' numpy backend finishes before numba's kernels
+# compile (~3 s serial, ~8 s parallel): ~26 CPU ms per query per million passages.
+NUMBA_FROM = 300_000_000
+
+
+def available_cores() -> int:
+    """The cores this process may run on (its affinity mask, as Snakemake and SLURM set it)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # macOS, Windows
+        return os.cpu_count() or 1
 
 
 class Bm25sRetriever(Retriever):
-    """bm25s backend; the index directory holds bm25s' arrays plus the pid order and settings."""
+    """bm25s backend; the index directory holds bm25s' arrays, the pid order and the settings.
 
-    def _tokenize(self, texts: list[str], return_ids: bool):
-        import bm25s
+    Besides :attr:`threads`, :attr:`scorer` says which bm25s backend scores: ``auto`` (numba
+    for jobs large enough to repay compiling its kernels), ``numba`` or ``numpy``; the results
+    are the same.
 
-        return bm25s.tokenize(
-            texts,
-            stopwords=self.settings.get("stopwords") or [],
-            stemmer=self._stemmer(),
-            return_ids=return_ids,
-            show_progress=False,
-        )
+    Example:
+        >>> import tempfile
+        >>> from reranklab.io import write_corpus
+        >>> tmp = Path(tempfile.mkdtemp())
+        >>> _ = write_corpus(tmp / "corpus.parquet", {"p1": "baking bread", "p2": "wet roads"})
+        >>> bm25 = Bm25sRetriever({"k1": 0.9, "b": 0.4, "stemmer": "english", "stopwords": "en"})
+        >>> bm25.build(tmp / "corpus.parquet", tmp / "index")["passages"]
+        2
+        >>> bm25.search(tmp / "index", {"q": "baked breads"}, depth=10)
+        {'q': {'p1': 0.7296286225318909}}
+    """
 
-    def _stemmer(self):
-        name = self.settings.get("stemmer")
-        if not name:
-            return None
-        import Stemmer
+    scorer: str = "auto"
 
-        return Stemmer.Stemmer(name).stemWords
+    def _threads(self) -> int:
+        return int(self.threads or 0) or available_cores()
 
-    def build(self, corpus: Mapping[str, str], index_dir: Path) -> dict[str, Any]:
-        import bm25s
+    def build(self, corpus_path: Path, index_dir: Path) -> dict[str, Any]:
+        from reranklab.io import iter_corpus
 
-        pids = list(corpus)
-        tokens = self._tokenize([corpus[pid] for pid in pids], return_ids=True)
-        model = bm25s.BM25(
-            method="lucene", k1=float(self.settings["k1"]), b=float(self.settings["b"])
-        )
-        model.index(tokens, show_progress=len(pids) > 10_000)
+        corpus_path, index_dir = Path(corpus_path), Path(index_dir)
+        total = None
+        if corpus_path.suffix != ".jsonl":
+            import pyarrow.parquet as pq
+
+            try:
+                total = pq.ParquetFile(corpus_path).metadata.num_rows
+            except Exception:  # iter_corpus names the file and the problem
+                total = None
         # Build beside the target and rename, so a killed job never leaves a half index.
-        index_dir = Path(index_dir)
         staging = index_dir.with_name(index_dir.name + ".partial")
         shutil.rmtree(staging, ignore_errors=True)
-        staging.mkdir(parents=True)
-        model.save(str(staging), show_progress=False)
-        atomic_write_text(staging / PIDS_FILE, json.dumps(pids))
-        stats = {"passages": len(pids), "vocabulary": len(tokens.vocab), "settings": self.settings}
+        staging.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            stats = build_streamed_index(
+                iter_corpus(corpus_path, CHUNK), staging, self.settings, total
+            )
+        except ValueError as exc:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise FormatError(corpus_path, None, str(exc)) from None
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+        stats = {**stats, "format": INDEX_FORMAT, "settings": self.settings}
         atomic_write_text(staging / SETTINGS_FILE, json.dumps(stats, indent=2, sort_keys=True))
         shutil.rmtree(index_dir, ignore_errors=True)
         staging.rename(index_dir)
         return stats
 
-    def search(self, index_dir: Path, queries: Mapping[str, str], depth: int) -> Run:
+    def _open(self, index_dir: Path, queries: int):
+        """(bm25s model memory-mapped, pids memory-mapped) of a built index."""
         import bm25s
 
         index_dir = Path(index_dir)
-        model = bm25s.BM25.load(str(index_dir), mmap=True, show_progress=False)
-        pids = json.loads((index_dir / PIDS_FILE).read_text(encoding="utf-8"))
-        qids = list(queries)
-        tokens = self._tokenize([queries[q] for q in qids], return_ids=False)
-        k = min(depth, len(pids))
-        run: Run = {}
-        batch = 1024
+        record = index_dir / SETTINGS_FILE
+        try:
+            stats = json.loads(record.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError) as exc:
+            raise ReranklabError(
+                f"{index_dir}: not a reranklab bm25s index ({exc}); build it with `reranklab index`"
+            ) from None
+        if stats.get("format") != INDEX_FORMAT:
+            raise ReranklabError(
+                f"{record}: index format {stats.get('format', 1)}, this reranklab reads "
+                f"{INDEX_FORMAT}: rebuild it with `reranklab index`"
+            )
+        scorer = choose_scorer(self.scorer, queries, int(stats["passages"]))
+        model = bm25s.BM25.load(str(index_dir), mmap=True, show_progress=False, backend=scorer)
+        pids = np.load(index_dir / PIDS_FILE, mmap_mode="r")
+        return model, pids
+
+    def _ranked(
+        self, index_dir: Path, queries: Mapping[str, str], depth: int
+    ) -> Iterator[tuple[str, list[tuple[str, float]]]]:
+        """(qid, its top ``depth`` best first) for every query, in sorted qid order."""
+        qids = sorted(queries)
+        model, pids = self._open(index_dir, len(qids))
+        passages = len(pids)
+        depth = min(int(depth), passages)
+        if depth < 1:
+            raise ReranklabError(f"retrieval depth must be >= 1, got {depth}")
+        # A little deeper than asked, so a tie across rank `depth` is seldom searched again.
+        first_k = min(passages, depth + max(16, depth // 8))
+        analyzer = Analyzer(self.settings)
+        vocab = model.vocab_dict
+        threads = self._threads()
+        if model.backend == "numba":
+            import numba
+
+            # numba refuses more threads than its pool has (the machine's CPUs by default).
+            threads = min(threads, numba.config.NUMBA_NUM_THREADS)
+        search = _Searcher(model, threads)
         for start in tqdm(
-            range(0, len(qids), batch), desc="bm25", unit="batch", disable=len(qids) <= batch
+            range(0, len(qids), QUERY_BATCH),
+            desc="bm25",
+            unit="batch",
+            disable=len(qids) <= QUERY_BATCH,
         ):
-            chunk = tokens[start : start + batch]
-            docs, scores = model.retrieve(chunk, k=k, show_progress=False, n_threads=1)
-            for row, qid in enumerate(qids[start : start + batch]):
-                # bm25s fills up to k with zero-score passages; Lucene returns only matches.
-                run[qid] = {
-                    pids[int(doc)]: float(score)
-                    for doc, score in zip(docs[row], scores[row], strict=True)
-                    if score > 0
-                }
-        return run
+            batch = qids[start : start + QUERY_BATCH]
+            terms = analyzer.terms([queries[q] for q in batch])
+            ids = [[vocab[t] for t in query if t in vocab] for query in terms]
+            asked = [row for row, query in enumerate(ids) if query]  # bm25s rejects empty queries
+            found: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+            if asked:
+                docs, scores = search([ids[row] for row in asked], first_k)
+                for i, row in enumerate(asked):
+                    found[row] = (docs[i], scores[i])
+            for row, qid in enumerate(batch):
+                if row not in found:
+                    yield qid, []
+                    continue
+                docs, scores = found[row]
+                k = first_k
+                # The tie at rank `depth` may go on past what was retrieved: search deeper.
+                while k < passages and scores[depth - 1] > 0 and scores[-1] == scores[depth - 1]:
+                    k = min(passages, 2 * k)
+                    deeper_docs, deeper_scores = search([ids[row]], k)
+                    docs, scores = deeper_docs[0], deeper_scores[0]
+                yield qid, _top(qid, docs, scores, depth, pids)
+
+    def search(self, index_dir: Path, queries: Mapping[str, str], depth: int) -> Run:
+        """Top-``depth`` passages per query (only passages that match at least one term)."""
+        return {qid: dict(ranking) for qid, ranking in self._ranked(index_dir, queries, depth)}
+
+    def search_to_file(
+        self, index_dir: Path, queries: Mapping[str, str], depth: int, out: Path, tag: str
+    ) -> dict[str, Any]:
+        """The run of :meth:`search`, written batch by batch (atomically: renamed at the end).
+
+        The file is the one :func:`reranklab.io.write_run` writes for :meth:`search`'s run,
+        byte for byte; only one batch of queries is held at a time.
+        """
+        stats = {"queries": 0, "candidates": 0, "empty": 0}
+        with atomic_path(out) as tmp, open(tmp, "w", encoding="utf-8") as handle:
+            for qid, ranking in self._ranked(index_dir, queries, depth):
+                stats["queries"] += 1
+                stats["candidates"] += len(ranking)
+                stats["empty"] += not ranking
+                handle.writelines(
+                    f"{qid} Q0 {pid} {rank} {score!r} {tag}\n"
+                    for rank, (pid, score) in enumerate(ranking, start=1)
+                )
+        return stats
+
+
+class _Searcher:
+    """bm25s' retrieve on token ids, with the job's threads."""
+
+    def __init__(self, model: Any, threads: int) -> None:
+        self.model, self.threads = model, threads
+
+    def __call__(self, ids: list[list[int]], k: int) -> tuple[np.ndarray, np.ndarray]:
+        docs, scores = self.model.retrieve(
+            ids, k=k, show_progress=False, n_threads=self.threads if self.threads > 1 else 0
+        )
+        return np.asarray(docs), np.asarray(scores)
+
+
+def _top(
+    qid: str, docs: np.ndarray, scores: np.ndarray, depth: int, pids: np.ndarray
+) -> list[tuple[str, float]]:
+    """The matching passages best first, ties by the seeded hash, cut at ``depth``.
+
+    ``scores`` come sorted, best first, and hold every passage tied with rank ``depth``.
+    """
+    matching = int(np.count_nonzero(scores > 0))  # bm25s pads with zero scores; Lucene does not
+    if matching > depth:
+        # Keep the whole tie at rank `depth`: which of its passages make the cut is the hash's call.
+        matching = int(np.count_nonzero(scores >= scores[depth - 1]))
+    values = scores[:matching].astype(np.float64).tolist()
+    names = [pid.decode("utf-8") for pid in pids[docs[:matching]]]
+    ranking = list(zip(names, values, strict=True))
+    start = 0
+    while start < len(ranking):  # order each run of equal scores by the tie key
+        end = start + 1
+        while end < len(ranking) and values[end] == values[start]:
+            end += 1
+        if end - start > 1:
+            ranking[start:end] = sorted(ranking[start:end], key=lambda item: tie_key(qid, item[0]))
+        start = end
+    return ranking[:depth]
+
+
+def choose_scorer(scorer: str, queries: int, passages: int) -> str:
+    """The bm25s backend that scores: ``scorer``, or for ``auto`` numba where the job is large
+    enough to repay compiling its kernels, else numpy.
+
+    Example:
+        >>> choose_scorer("auto", queries=100, passages=1000), choose_scorer("numba", 1, 1)
+        ('numpy', 'numba')
+    """
+    if scorer not in ("auto", "numba", "numpy"):
+        raise ReranklabError(f"bm25s scorer: {scorer!r} is not auto, numba or numpy")
+    if scorer == "auto":
+        return "numba" if queries * passages >= NUMBA_FROM and _has_numba() else "numpy"
+    return scorer
+
+
+def _has_numba() -> bool:
+    try:
+        import numba  # noqa: F401
+    except ImportError:
+        return False
+    return True

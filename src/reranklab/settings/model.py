@@ -20,6 +20,7 @@ from pydantic import AfterValidator, BaseModel, Field, ValidationError, create_m
 from pydantic_core import PydanticCustomError
 
 from reranklab.settings.base import DatasetOptions, Keyed, Section, distinct_list
+from reranklab.settings.elasticsearch import EsSettings
 from reranklab.settings.errors import config_error
 from reranklab.settings.protocol import protocol_model
 from reranklab.settings.variant import VariantSettings
@@ -41,16 +42,25 @@ class DatasetEntry(NamedTuple):
 class Retrieval(Section):
     """First-stage BM25 settings."""
 
-    backend: Literal["bm25s"] = Field(
+    backend: Literal["bm25s", "elasticsearch"] = Field(
         "bm25s",
-        description="BM25 backend (bm25s, embedded; the retrieval package takes further backends behind the same interface).",
+        description="BM25 backend: bm25s (embedded, memory-mapped index) or elasticsearch (a cluster: retrieval.elasticsearch, env RERANKLAB_ES_URL).",
     )
     k1: float = Field(0.9, ge=0, description="BM25 term-frequency saturation.")
     b: float = Field(0.4, ge=0, le=1, description="BM25 length normalisation.")
     stemmer: str | None = Field(
-        "english", description="PyStemmer algorithm for queries and passages (null = no stemming)."
+        "english",
+        description="PyStemmer algorithm for queries and passages of the bm25s backend (english: Snowball's Porter2, the default every measured number so far used; porter: Porter, as Lucene's EnglishAnalyzer and the elasticsearch backend stem; null = no stemming).",
     )
-    stopwords: str | None = Field("en", description="bm25s stopword list (null = keep all tokens).")
+    stopwords: str | None = Field(
+        "en",
+        description="bm25s stopword list of the bm25s backend (en: Lucene's 33 English stop words, as EnglishAnalyzer; null = keep all tokens).",
+    )
+    elasticsearch: EsSettings = Field(
+        default_factory=EsSettings,
+        description="The cluster and index settings of the elasticsearch backend (k1 and b above apply to it too).",
+        json_schema_extra=SECTION_DEFAULT,
+    )
 
 
 class Data(Section):
