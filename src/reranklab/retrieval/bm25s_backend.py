@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -67,6 +68,8 @@ class Bm25sRetriever(Retriever):
     """
 
     scorer: str = "auto"
+    scoring_seconds: float = 0.0
+    """Wall seconds the last search spent in bm25s' scoring and top-k (the rest is Python)."""
 
     def _threads(self) -> int:
         return int(self.threads or 0) or available_cores()
@@ -161,18 +164,22 @@ class Bm25sRetriever(Retriever):
                 docs, scores = search([ids[row] for row in asked], first_k)
                 for i, row in enumerate(asked):
                     found[row] = (docs[i], scores[i])
+            # The tie at rank `depth` may go on past what was retrieved: search those queries
+            # deeper (together, so on all threads) until each tie ends or the index does.
+            deeper = [row for row, (_, scores) in found.items() if _tie_runs_on(scores, depth)]
+            k = first_k
+            while deeper and k < passages:
+                k = min(passages, 2 * k)
+                docs, scores = search([ids[row] for row in deeper], k)
+                for i, row in enumerate(deeper):
+                    found[row] = (docs[i], scores[i])
+                deeper = [row for row in deeper if _tie_runs_on(found[row][1], depth)]
             for row, qid in enumerate(batch):
                 if row not in found:
                     yield qid, []
-                    continue
-                docs, scores = found[row]
-                k = first_k
-                # The tie at rank `depth` may go on past what was retrieved: search deeper.
-                while k < passages and scores[depth - 1] > 0 and scores[-1] == scores[depth - 1]:
-                    k = min(passages, 2 * k)
-                    deeper_docs, deeper_scores = search([ids[row]], k)
-                    docs, scores = deeper_docs[0], deeper_scores[0]
-                yield qid, _top(qid, docs, scores, depth, pids)
+                else:
+                    yield qid, _top(qid, *found[row], depth, pids)
+        self.scoring_seconds = search.seconds
 
     def search(self, index_dir: Path, queries: Mapping[str, str], depth: int) -> Run:
         """Top-``depth`` passages per query (only passages that match at least one term)."""
@@ -184,7 +191,8 @@ class Bm25sRetriever(Retriever):
         """The run of :meth:`search`, written batch by batch (atomically: renamed at the end).
 
         The file is the one :func:`reranklab.io.write_run` writes for :meth:`search`'s run,
-        byte for byte; only one batch of queries is held at a time.
+        byte for byte; only one batch of queries is held at a time. The stats add
+        ``scoring_s``: the seconds spent in bm25s' scoring (:attr:`scoring_seconds`).
         """
         stats = {"queries": 0, "candidates": 0, "empty": 0}
         with atomic_path(out) as tmp, open(tmp, "w", encoding="utf-8") as handle:
@@ -196,20 +204,27 @@ class Bm25sRetriever(Retriever):
                     f"{qid} Q0 {pid} {rank} {score!r} {tag}\n"
                     for rank, (pid, score) in enumerate(ranking, start=1)
                 )
-        return stats
+        return {**stats, "scoring_s": round(self.scoring_seconds, 3)}
 
 
 class _Searcher:
-    """bm25s' retrieve on token ids, with the job's threads."""
+    """bm25s' retrieve on token ids, with the job's threads; counts the seconds it takes."""
 
     def __init__(self, model: Any, threads: int) -> None:
-        self.model, self.threads = model, threads
+        self.model, self.threads, self.seconds = model, threads, 0.0
 
     def __call__(self, ids: list[list[int]], k: int) -> tuple[np.ndarray, np.ndarray]:
+        started = time.perf_counter()
         docs, scores = self.model.retrieve(
             ids, k=k, show_progress=False, n_threads=self.threads if self.threads > 1 else 0
         )
+        self.seconds += time.perf_counter() - started
         return np.asarray(docs), np.asarray(scores)
+
+
+def _tie_runs_on(scores: np.ndarray, depth: int) -> bool:
+    """Whether the passages tied with rank ``depth`` may go on past the ``len(scores)`` retrieved."""
+    return len(scores) > depth - 1 and scores[depth - 1] > 0 and scores[-1] == scores[depth - 1]
 
 
 def _top(
