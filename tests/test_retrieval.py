@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import random
+import subprocess
+import sys
 
 import bm25s
 import numpy as np
@@ -255,3 +258,17 @@ def test_iter_corpus_streams_parquet_and_jsonl(tmp_path):
     pq.write_table(pa.table({"id": ["a"], "body": ["x"]}), tmp_path / "cols.parquet")
     with pytest.raises(FormatError, match="cols.parquet.*no column pid, text"):
         list(iter_corpus(tmp_path / "cols.parquet"))
+
+
+def test_index_files_are_the_same_on_every_run(tmp_path, corpus_path):
+    # Not even the vocabulary's numbering depends on Python's string hashing (PYTHONHASHSEED).
+    code = (
+        "import sys; from pathlib import Path; from reranklab.retrieval import get_backend;"
+        f"get_backend({SETTINGS!r}).build(Path(sys.argv[1]), Path(sys.argv[2]))"
+    )
+    for seed in ("1", "2"):
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        args = [sys.executable, "-c", code, str(corpus_path), str(tmp_path / seed)]
+        subprocess.run(args, env=env, check=True)
+    for name in sorted(p.name for p in (tmp_path / "1").iterdir()):
+        assert (tmp_path / "1" / name).read_bytes() == (tmp_path / "2" / name).read_bytes(), name
