@@ -20,7 +20,7 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet "$(TORCH)"
 	echo "$(TORCH)" > $(VENV)/constraints.txt
-	$(BIN)/pip install --quiet -c $(VENV)/constraints.txt -e ".[test]"
+	$(BIN)/pip install --quiet -c $(VENV)/constraints.txt -e ".[test,insuranceqa]"
 	touch $@
 
 install: $(VENV)/.installed

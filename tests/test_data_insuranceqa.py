@@ -40,7 +40,15 @@ def test_registered_with_the_bert_dmn_protocol() -> None:
         "negatives_per_positive": 1,
         "relevance_threshold": 1,
         "metrics": ["MAP", "MRR"],
-        "options": {"pool_size": 100},
+        "options": {
+            "source": "github",
+            "pool_size": 100,
+            "train_questions": "all",
+            "dev_questions": "all",
+            "test_questions": "all",
+            "subset_seed": 42,
+            "candidates": None,
+        },
         "scoring": None,
     }
     answers = dataset.files[-1]

@@ -7,8 +7,10 @@ import gzip
 import hashlib
 import io
 import json
+import re
 import tarfile
 import threading
+import time
 import zipfile
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
@@ -65,6 +67,9 @@ class _Handler(BaseHTTPRequestHandler):
         server: Any = self.server
         server.requests.append({"path": self.path, "range": self.headers.get("Range")})
         data = server.files.get(self.path)
+        if server.status:
+            self.send_error(server.status)
+            return
         if data is None:
             self.send_error(404)
             return
@@ -109,6 +114,7 @@ def http_server(monkeypatch: pytest.MonkeyPatch):
         0,
     )
     server.base = f"http://127.0.0.1:{server.server_address[1]}"
+    server.status = None  # answer every request with this HTTP error
     thread = threading.Thread(
         target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
     )
@@ -750,15 +756,103 @@ def _closed_port() -> int:
         return sock.getsockname()[1]
 
 
-def test_unreachable_server_says_no_partial_file_is_kept(tmp_path: Path, http_server: Any) -> None:
-    url = f"http://127.0.0.1:{_closed_port()}/blob.bin"
-    with pytest.raises(
-        DownloadError, match="failed after 2 attempts: .*; no partial file is left to resume from$"
-    ) as info:
-        fetch_dataset(FakeDataset(spec("blob.bin", PAYLOAD, url)), tmp_path, retries=2, **FAST)
-    assert "kept" not in str(info.value)
+# What every network failure without a mirror ends with: the setting that would have avoided it.
+MIRROR_HINT = (
+    r"\. No mirror is set: to work without the network, put blob\.bin in <mirror>/fake/ and set"
+    r" env RERANKLAB_MIRROR to <mirror> \(or params data\.mirror, or the --mirror option\)$"
+)
+
+
+def test_refused_connection_fails_at_once_and_names_the_mirror_setting(
+    tmp_path: Path, http_server: Any
+) -> None:
+    # The default retries and back-off (2 + 4 + 8 + 16 s of waiting): none of it is spent.
+    port = _closed_port()
+    url = f"http://127.0.0.1:{port}/blob.bin"
+    started = time.monotonic()
+    with pytest.raises(DownloadError) as info:
+        fetch_dataset(FakeDataset(spec("blob.bin", PAYLOAD, url)), tmp_path, progress=False)
+    assert time.monotonic() - started < 5
+    assert re.fullmatch(
+        rf"blob\.bin: cannot connect to 127\.0\.0\.1:{port} for {re.escape(url)} \(.*refused\);"
+        r" not retried: no network, or the host is down; no partial file is left to resume from"
+        + MIRROR_HINT,
+        str(info.value),
+    ), str(info.value)
     assert leftovers(tmp_path) == [".download"]
     assert leftovers(tmp_path / ".download") == []  # no .part (not even an empty one)
+
+
+def test_unknown_host_is_not_retried(tmp_path: Path, http_server: Any) -> None:
+    # .invalid never resolves (RFC 2606), online or not.
+    url = "http://reranklab.invalid/blob.bin"
+    with pytest.raises(
+        DownloadError,
+        match=r"blob\.bin: cannot connect to reranklab\.invalid for .*; not retried: .*"
+        + MIRROR_HINT,
+    ):
+        fetch_dataset(FakeDataset(spec("blob.bin", PAYLOAD, url)), tmp_path, retries=3, **FAST)
+
+
+def test_archive_offline_names_the_file_and_its_archive(tmp_path: Path, http_server: Any) -> None:
+    url = f"http://127.0.0.1:{_closed_port()}/bundle.zip"
+    with pytest.raises(
+        DownloadError,
+        match=r"archive bundle\.zip: cannot connect .*put a\.txt \(or its archive bundle\.zip\) in"
+        r" <mirror>/fake/ and set env RERANKLAB_MIRROR",
+    ):
+        fetch_dataset(FakeDataset(spec("a.txt", PAYLOAD, url, member="d/a.txt")), tmp_path, **FAST)
+
+
+def test_unreachable_host_with_a_mirror_says_what_the_mirror_lacks(
+    tmp_path: Path, http_server: Any
+) -> None:
+    mirror = tmp_path / "mirror"
+    (mirror / "fake").mkdir(parents=True)
+    url = f"http://127.0.0.1:{_closed_port()}/blob.bin"
+    with pytest.raises(DownloadError) as info:
+        fetch_dataset(
+            FakeDataset(spec("blob.bin", PAYLOAD, url)), tmp_path / "raw", str(mirror), **FAST
+        )
+    assert str(info.value).startswith(
+        f"blob.bin: the mirror {mirror / 'fake'} does not have blob.bin, and downloading it failed:"
+        " blob.bin: cannot connect to"
+    )
+    assert "No mirror is set" not in str(info.value)
+
+
+def test_time_outs_are_retried(tmp_path: Path, http_server: Any) -> None:
+    # A server that takes the connection and never answers: each attempt times out.
+    import socket
+
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        url = f"http://127.0.0.1:{silent.getsockname()[1]}/blob.bin"
+        with pytest.raises(
+            DownloadError, match="failed after 2 attempts: .*timed out.*" + MIRROR_HINT
+        ):
+            fetch_dataset(
+                FakeDataset(spec("blob.bin", PAYLOAD, url)),
+                tmp_path,
+                retries=2,
+                backoff=0.0,
+                timeout=0.3,
+                progress=False,
+            )
+
+
+def test_server_errors_are_retried(tmp_path: Path, http_server: Any) -> None:
+    # No file at the path, but a 503: the server is busy, so every attempt is made.
+    http_server.status = 503
+    with pytest.raises(DownloadError, match="failed after 3 attempts: HTTP Error 503"):
+        fetch_dataset(
+            FakeDataset(RawFile("blob.bin", http_server.base + "/blob.bin")),
+            tmp_path,
+            retries=3,
+            **FAST,
+        )
+    assert len(http_server.requests) == 3
 
 
 def test_partial_file_discarded_by_the_last_attempt_is_not_reported_kept(
@@ -772,7 +866,7 @@ def test_partial_file_discarded_by_the_last_attempt_is_not_reported_kept(
     wrong_size = RawFile("blob.bin", http_server.base + "/blob.bin", size=len(PAYLOAD) + 100)
     with pytest.raises(
         DownloadError,
-        match="stale partial file discarded>; no partial file is left to resume from$",
+        match="stale partial file discarded>; no partial file is left to resume from" + MIRROR_HINT,
     ):
         fetch_dataset(FakeDataset(wrong_size), tmp_path, retries=1, **FAST)
     assert leftovers(tmp_path / ".download") == []
@@ -784,7 +878,8 @@ def test_kept_partial_file_is_named_with_its_size(tmp_path: Path, http_server: A
     part = tmp_path / ".download" / "blob.bin.part"
     with pytest.raises(
         DownloadError,
-        match=f"the 2000 bytes received are kept in {part} and the next run resumes from them$",
+        match=f"the 2000 bytes received are kept in {part} and the next run resumes from them"
+        + MIRROR_HINT,
     ):
         fetch_dataset(
             FakeDataset(spec("blob.bin", PAYLOAD, http_server.base + "/blob.bin")),

@@ -36,7 +36,7 @@ from reranklab.settings.variant import VariantSettings
 from reranklab.settings.variant_fields import describe, merged_field, training_model
 from tests.conftest import tool_env
 
-SCHEMA = "workflow/schemas/params.schema.yaml"
+SCHEMA = "src/reranklab/workflow/schemas/params.schema.yaml"
 
 
 def write(path, data):
@@ -332,7 +332,7 @@ def test_fingerprint_and_job_settings_leave_out_the_flagged_keys(repo):
         == {"checkpoint_every", "keep_checkpoints", "delete_checkpoints"}
         <= set(NOT_MODEL_KEYS)
     )
-    common = (repo / "workflow/rules/common.smk").read_text()
+    common = (repo / "src/reranklab/workflow/rules/common.smk").read_text()
     assert (
         "NOT_MODEL_KEYS" in common
         and "RUN_OPTION_KEYS" in common

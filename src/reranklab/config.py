@@ -2,9 +2,9 @@
 
 ``params.yaml`` is the one configuration; override files only change values. The settings model
 (:mod:`reranklab.settings`) rejects unknown keys, unknown datasets and variants, wrong types and
-wrong dataset options before any job runs, naming the file and the key; the JSON schema
-``workflow/schemas/params.schema.yaml`` is generated from the same model. Settings are layered,
-later wins (:mod:`reranklab.settings.sources`):
+wrong dataset options before any job runs, naming the file (or the ``snakemake --config`` value)
+and the key; the JSON schema shipped in the package (:data:`reranklab.workflow.SCHEMA`) is
+generated from the same model. Settings are layered, later wins (:mod:`reranklab.settings.sources`):
 
 1. the model's defaults;
 2. protocols: the dataset's own protocol, then what the user wrote in ``protocol.<dataset>``;
@@ -34,33 +34,40 @@ from reranklab.settings.sources import (
     merge_training,
     protocol_sources,
     training_sources,
+    typed_overrides,
 )
+from reranklab.workflow import SCHEMA
 
-SCHEMA_RELATIVE = Path("workflow/schemas/params.schema.yaml")
+# How error messages name the values given on Snakemake's command line (``--config key=value``).
+COMMAND_LINE = "--config (command line)"
 
 
 def schema_path() -> Path:
-    """Where the schema is: $RERANKLAB_SCHEMA, ./workflow/schemas, or the source checkout's."""
-    candidates = [
-        os.environ.get("RERANKLAB_SCHEMA"),
-        Path.cwd() / SCHEMA_RELATIVE,
-        Path(__file__).resolve().parents[2] / SCHEMA_RELATIVE,
-    ]
-    for candidate in candidates:
-        if candidate and Path(candidate).is_file():
-            return Path(candidate)
-    raise ConfigError(f"cannot find the parameter schema {SCHEMA_RELATIVE} (set RERANKLAB_SCHEMA)")
+    """The JSON schema of ``params.yaml``: $RERANKLAB_SCHEMA, else the one shipped in the package.
+
+    Raises:
+        ConfigError: $RERANKLAB_SCHEMA names no file.
+
+    Example:
+        >>> schema_path().relative_to(SCHEMA.parents[2]).as_posix()
+        'workflow/schemas/params.schema.yaml'
+    """
+    override = os.environ.get("RERANKLAB_SCHEMA")
+    if override and not Path(override).is_file():
+        raise ConfigError(f"RERANKLAB_SCHEMA={override}: no such file")
+    return Path(override) if override else SCHEMA
 
 
-@lru_cache(maxsize=1)
-def study_model() -> type[Section]:
-    """The settings model of ``params.yaml`` for the registered datasets and variants."""
+@lru_cache(maxsize=8)
+def study_model(extra: tuple[str, ...] = ()) -> type[Section]:
+    """The settings model of ``params.yaml`` for the registered datasets and variants, plus
+    the ``extra`` datasets made on demand that a config names (``irds:<id>``)."""
     from reranklab.data import dataset_names, get_dataset
     from reranklab.models.registry import get_variant, variant_names
 
     datasets = tuple(
         DatasetEntry(name, dataset.options_model, tuple(dataset.scoring_names()), dataset.label)
-        for name in dataset_names()
+        for name in (*dataset_names(), *extra)
         for dataset in (get_dataset(name),)
     )
     return _study_model(
@@ -68,10 +75,31 @@ def study_model() -> type[Section]:
     )
 
 
-def _labels() -> dict[str, str]:
+def _labels(extra: tuple[str, ...] = ()) -> dict[str, str]:
     from reranklab.data import dataset_names, get_dataset
 
-    return {name: get_dataset(name).label for name in dataset_names()}
+    return {name: get_dataset(name).label for name in (*dataset_names(), *extra)}
+
+
+def _on_demand(config: Mapping[str, Any], source: str) -> tuple[str, ...]:
+    """The ``irds:<id>`` datasets that ``config`` names (in ``datasets`` or ``protocol``)."""
+    from reranklab.data import get_dataset
+    from reranklab.data.registry import on_demand_names
+
+    datasets = config.get("datasets")
+    protocol = config.get("protocol")
+    extra = on_demand_names(
+        [
+            *(datasets if isinstance(datasets, list) else ()),
+            *(protocol if isinstance(protocol, Mapping) else ()),
+        ]
+    )
+    for name in extra:
+        try:
+            get_dataset(name)
+        except ConfigError as exc:
+            raise ConfigError(f"{source}: {exc}") from None
+    return extra
 
 
 def validate_config(config: Mapping[str, Any], source: str = "config") -> None:
@@ -83,28 +111,114 @@ def validate_config(config: Mapping[str, Any], source: str = "config") -> None:
         ...
         reranklab.errors.ConfigError: params.yaml: unknown variant 'nosuch' in variants (key variants.nosuch; known: ...)
     """
-    validate_study(study_model(), config, source, _labels())
+    extra = _on_demand(config, source)
+    validate_study(study_model(extra), config, source, _labels(extra))
 
 
-def load_params(paths: Iterable[str | os.PathLike[str]]) -> dict[str, Any]:
-    """Read ``params.yaml`` and override files, validating each file and then the merge."""
+def read_config_file(path: str | os.PathLike[str], name: str | None = None) -> dict[str, Any]:
+    """One config file's mapping, checked alone (an error names the file and the key).
+
+    Args:
+        path: the file.
+        name: how messages name it (default: ``path``).
+
+    Raises:
+        ConfigError: the file is missing, is not YAML, is not a mapping, or breaks the model.
+    """
+    name = name or str(path)
+    try:
+        with open(path, encoding="utf-8") as handle:
+            data = yaml.safe_load(handle) or {}
+    except FileNotFoundError:
+        raise ConfigError(f"config file {name} does not exist") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{name}: invalid YAML: {exc}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{name}: expected a mapping at the top level")
+    validate_config(data, source=name)
+    return data
+
+
+def load_params(
+    paths: Iterable[str | os.PathLike[str]], overrides: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """Read ``params.yaml`` and override files, then ``--config`` values, each checked alone
+    (so an error names where it is), then their merge.
+
+    Args:
+        paths: ``params.yaml`` and override files, later wins.
+        overrides: ``snakemake --config`` values as Snakemake parsed them (strings); read as
+            YAML scalars (:func:`~reranklab.settings.sources.typed_overrides`).
+
+    Returns:
+        The merged configuration, without the model's defaults.
+
+    Raises:
+        ConfigError: naming the file, or ``--config (command line)``, and the key.
+
+    Example:
+        >>> load_params([], {"grid": {"max_length": ["x"]}})
+        Traceback (most recent call last):
+        ...
+        reranklab.errors.ConfigError: --config (command line): key grid.max_length.0: expected an integer, got 'x'
+    """
     merged: dict[str, Any] = {}
     names = []
     for path in paths:
-        try:
-            with open(path, encoding="utf-8") as handle:
-                data = yaml.safe_load(handle) or {}
-        except FileNotFoundError:
-            raise ConfigError(f"config file {path} does not exist") from None
-        except yaml.YAMLError as exc:
-            raise ConfigError(f"{path}: invalid YAML: {exc}") from None
-        if not isinstance(data, dict):
-            raise ConfigError(f"{path}: expected a mapping at the top level")
-        validate_config(data, source=str(path))
-        merged = deep_merge(merged, data)
+        merged = deep_merge(merged, read_config_file(path))
         names.append(str(path))
+    typed = typed_overrides(overrides or {})
+    if typed:
+        validate_config(typed, source=COMMAND_LINE)
+        merged = deep_merge(merged, typed)
+        names.append(COMMAND_LINE)
     validate_config(merged, source=" + ".join(names) or "config")
     return merged
+
+
+def snakemake_config(
+    config: Mapping[str, Any],
+    configfiles: Iterable[str | os.PathLike[str]],
+    overrides: Mapping[str, Any],
+) -> dict[str, Any]:
+    """The workflow's config as Snakemake merged it, checked source by source, ``--config`` typed.
+
+    Snakemake merges ``params.yaml``, ``--configfile`` files and ``--config`` values before any
+    rule file runs, so a wrong value would be reported against all of them, and reads a
+    ``--config`` value's scalars as strings (``grid={max_length: [128]}`` gives ``['128']``).
+    Here each file and the ``--config`` values are checked alone first, and the values are read
+    as a YAML file would give them.
+
+    Args:
+        config: Snakemake's merged ``config``.
+        configfiles: the files it was merged from, lowest priority first.
+        overrides: ``workflow.config_settings.config``: the ``--config`` values.
+
+    Returns:
+        ``config`` with the ``--config`` values typed.
+
+    Raises:
+        ConfigError: naming the file, or ``--config (command line)``, and the key.
+    """
+    names = []
+    for path in configfiles:
+        names.append(str(_shown(Path(path))))
+        read_config_file(path, names[-1])
+    typed = typed_overrides(overrides)
+    if typed:
+        validate_config(typed, source=COMMAND_LINE)
+        names.append(COMMAND_LINE)
+    merged = deep_merge(config, typed)
+    validate_config(merged, source=" + ".join(names) or "config")
+    return merged
+
+
+def _shown(path: Path) -> Path:
+    # Messages name a file as the user wrote it: relative to the working directory when inside.
+    try:
+        return path.absolute().relative_to(Path.cwd())
+    except ValueError:
+        return path
 
 
 def schema_defaults() -> dict[str, Any]:

@@ -191,7 +191,11 @@ def bench_extract(
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Arguments of ``reranklab bench-data``."""
-    parser.add_argument("mode", choices=("corpus", "extract", "index"))
+    parser.add_argument(
+        "mode",
+        choices=("corpus", "extract", "index"),
+        help="corpus subset reads, tar extraction, or BM25 index/search",
+    )
     parser.add_argument(
         "--passages",
         type=int,

@@ -478,6 +478,8 @@ def command(args: argparse.Namespace) -> None:
     """Run ``reranklab bench-data index``: the table, or ``--json``."""
     sizes = [int(s.replace("_", "")) for s in args.sizes.split(",") if s]
     sides = ("reranklab", "bm25s") if args.sides == "both" else (args.sides,)
+    if args.work_dir is not None:
+        Path(args.work_dir).mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=args.work_dir) as tmp:
         report = bench_index(
             sizes, args.queries, args.depth, Path(tmp), args.threads, sides, args.vocabulary

@@ -53,11 +53,13 @@ class BenchSettings:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of ``reranklab bench`` (see :class:`BenchSettings`)."""
-    parser.add_argument("mode", choices=("train", "rerank"))
     parser.add_argument(
-        "--variant", required=True, help="a registered variant (`reranklab variants`)"
+        "mode", choices=("train", "rerank"), help="measure training steps or re-ranking"
     )
-    parser.add_argument("--max-length", type=int, required=True)
+    parser.add_argument(
+        "--variant", required=True, help="a registered variant (reranklab variants lists them)"
+    )
+    parser.add_argument("--max-length", type=int, required=True, help="input length in word pieces")
     parser.add_argument("--device", default="auto", help="auto | cpu | cuda | cuda:N")
     parser.add_argument(
         "--encoder",
@@ -79,7 +81,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="the engine's inference batch (default: training.eval_batch_size)",
     )
-    parser.add_argument("--micro-batch-size", type=int, default=None)
+    parser.add_argument(
+        "--micro-batch-size",
+        type=int,
+        default=None,
+        help="the engine's training.micro_batch_size (default: none, whole batches)",
+    )
     parser.add_argument(
         "--workers",
         dest="dataloader_workers",
@@ -87,7 +94,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=0,
         help="DataLoader workers of the engine",
     )
-    parser.add_argument("--gradient-checkpointing", action="store_true")
+    parser.add_argument(
+        "--gradient-checkpointing",
+        action="store_true",
+        help="the engine recomputes activations (less memory)",
+    )
     parser.add_argument(
         "--precision",
         default="auto",
@@ -103,7 +114,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=1,
         help="measure each engine this many times; medians are reported",
     )
-    parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=42,
+        help="model initialisation, example choice and the baseline's order (default 42)",
+    )
     parser.add_argument(
         "--mirror", default=None, help="dataset mirror folder (env RERANKLAB_MIRROR wins)"
     )

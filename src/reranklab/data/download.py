@@ -8,7 +8,10 @@ Each :class:`~reranklab.data.base.RawFile` is taken from the first source that h
 3. ``package:<package>/<resource>`` URLs: a file shipped inside reranklab;
 4. HTTP(S): retried with exponential back-off (``tenacity``) and resumed with ``Range`` from a
    ``.part`` file; archives (zip, tar.gz, tar.bz2, single .gz/.bz2) are checked, then the
-   member is extracted.
+   member is extracted. A host that cannot be reached at all (its name does not resolve, the
+   connection is refused, no route to it: offline, as a sandbox or a compute node is) fails
+   at once, not after the back-off, and the error says how to use a mirror instead; time-outs,
+   cut connections and 408/429/5xx answers are retried.
 
 Every file is checked (size, then sha256, where known) before it is renamed onto its final
 path, so a failed or corrupt fetch never leaves a file there. ``raw/manifest.json`` is written
@@ -33,6 +36,7 @@ from __future__ import annotations
 import bz2
 import contextlib
 import dataclasses
+import errno
 import gzip
 import hashlib
 import http.client
@@ -42,6 +46,7 @@ import logging
 import os
 import posixpath
 import shutil
+import socket
 import stat
 import tarfile
 import urllib.error
@@ -68,6 +73,13 @@ DOWNLOAD_DIR = ".download"  # archives and .part files, inside raw/ so renames s
 CHUNK = 1 << 20
 USER_AGENT = "reranklab (+https://github.com/reranklab/reranklab)"
 _RETRY_HTTP = {408, 425, 429, 500, 502, 503, 504}
+# Connection failures that another attempt a few seconds later would meet again (no network,
+# no such host, nothing listening): not retried. Time-outs are not among them (a slow server).
+_UNREACHABLE_ERRNOS = frozenset(
+    getattr(errno, name)
+    for name in ("ECONNREFUSED", "ENETUNREACH", "EHOSTUNREACH", "ENETDOWN", "EHOSTDOWN")
+    if hasattr(errno, name)
+)
 
 
 def resolve_mirror(config_mirror: str | None) -> str | None:
@@ -110,6 +122,8 @@ def fetch_dataset(
             of ``dataset.files``. The manifest lists exactly these.
         retries: HTTP attempts per URL before giving up (the bytes received so far stay in a
             ``.part`` file that the next run resumes from; the error says whether there is one).
+            A host that cannot be reached (unknown name, connection refused, no route) gets one
+            attempt: offline, the error comes at once and names the mirror setting.
         backoff: seconds before the first retry; doubles with each further retry.
         timeout: socket timeout per HTTP request, in seconds.
         progress: show a tqdm bar while downloading.
@@ -135,6 +149,7 @@ def fetch_dataset(
         raw,
         mirror_dir,
         wanted,
+        mirror_folder=dataset.mirror_folder,
         retries=retries,
         backoff=backoff,
         timeout=timeout,
@@ -193,6 +208,7 @@ class _Fetcher:
         mirror_dir: Path | None,
         files: Sequence[RawFile],
         *,
+        mirror_folder: str,
         retries: int,
         backoff: float,
         timeout: float,
@@ -200,6 +216,7 @@ class _Fetcher:
     ) -> None:
         self.raw = raw
         self.mirror_dir = mirror_dir
+        self.mirror_folder = mirror_folder
         self.files = list(files)
         self.staged: dict[
             tuple[Path, str], Path
@@ -245,6 +262,13 @@ class _Fetcher:
             raise DownloadError(f"{spec.name}: unsupported URL scheme {scheme!r} in {spec.url}")
         try:
             return self._from_http(spec, target)
+        except _NetworkFailed as exc:
+            if self.mirror_dir is None:
+                # Offline, a mirror is the way out: say which setting and which path.
+                raise DownloadError(f"{exc}. {self._mirror_hint(spec)}") from None
+            raise DownloadError(
+                f"{spec.name}: {self._mirror_lacks(spec)}, and downloading it failed: {exc}"
+            ) from None
         except DownloadError as exc:
             if self.mirror_dir is None:
                 raise
@@ -345,6 +369,14 @@ class _Fetcher:
             return f"the mirror {self.mirror_dir} has neither {spec.name} nor its archive {_url_basename(spec.url)}"
         return f"the mirror {self.mirror_dir} does not have {spec.name}"
 
+    def _mirror_hint(self, spec: RawFile) -> str:
+        alt = f" (or its archive {_url_basename(spec.url)})" if spec.url and _unpacks(spec) else ""
+        return (
+            f"No mirror is set: to work without the network, put {spec.name}{alt} in"
+            f" <mirror>/{self.mirror_folder}/ and set env {MIRROR_ENV} to <mirror> (or params"
+            " data.mirror, or the --mirror option)"
+        )
+
     def _mirror_label(self, path: Path) -> str:
         # Relative to the mirror root, so the manifest is the same on every machine.
         assert self.mirror_dir is not None
@@ -425,10 +457,15 @@ class _Fetcher:
             retrying(self._download_once, url, part, size)
         except _Fatal as exc:
             raise DownloadError(f"{what}: {exc} ({url}){_partial_note(part, fatal=True)}") from None
+        except _Unreachable as exc:
+            raise _NetworkFailed(
+                f"{what}: cannot connect to {urlparse(url).netloc} for {url} ({exc}); not retried:"
+                f" no network, or the host is down{_partial_note(part)}"
+            ) from None
         except _TRANSIENT as exc:
             # Say what is really left: a .part may never have been created (no connection), or
             # been discarded by the last attempt (stale, or resumed at the wrong byte).
-            raise DownloadError(
+            raise _NetworkFailed(
                 f"{what}: download of {url} failed after {self.retries} attempts: {exc}{_partial_note(part)}"
             ) from None
         problem = _check(part, size, sha256, md5)
@@ -445,6 +482,7 @@ class _Fetcher:
 
         Raises:
             _Fatal: an HTTP answer that retrying will not change.
+            _Unreachable: no connection could be made (DNS, refused, no route): not retried.
             ConnectionError and the other ``_TRANSIENT`` errors: worth another attempt (the
                 file is not complete yet).
         """
@@ -470,6 +508,10 @@ class _Fetcher:
             if exc.code in _RETRY_HTTP:
                 raise
             raise _Fatal(f"HTTP {exc.code} {exc.reason}") from None
+        except urllib.error.URLError as exc:
+            if _unreachable(exc.reason):
+                raise _Unreachable(str(exc.reason)) from None
+            raise
         with response:
             if offset and response.status == 206:
                 start = _content_range_start(response.headers.get("Content-Range"))
@@ -509,6 +551,23 @@ class _Fetcher:
 
 class _Fatal(Exception):
     """An HTTP failure that retrying will not fix (404, 403, ...)."""
+
+
+class _Unreachable(Exception):
+    """No connection to the host at all (offline, unknown host, nothing listening)."""
+
+
+class _NetworkFailed(DownloadError):
+    """A download that failed for want of a connection: a mirror would have served the file."""
+
+
+def _unreachable(reason: object) -> bool:
+    """Whether a ``URLError``'s reason is a connection that cannot be made (see _UNREACHABLE_ERRNOS)."""
+    if isinstance(reason, socket.gaierror):
+        return True  # the name does not resolve: offline, or no such host
+    if isinstance(reason, TimeoutError):
+        return False
+    return isinstance(reason, OSError) and reason.errno in _UNREACHABLE_ERRNOS
 
 
 # Failures another attempt may get past (HTTPError, for the codes of _RETRY_HTTP, is a URLError).

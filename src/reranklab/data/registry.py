@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from reranklab.data.base import Dataset
+from reranklab.data.irds import IRDS_PREFIX, IrdsDataset
 from reranklab.errors import ConfigError
 
 _DATASETS: dict[str, Dataset] = {}
+# Datasets made on demand from their name (``irds:<id>``): not listed by dataset_names().
+_ON_DEMAND: dict[str, Dataset] = {}
 
 
 def register_dataset(dataset_cls: type[Dataset]) -> type[Dataset]:
@@ -18,12 +23,23 @@ def register_dataset(dataset_cls: type[Dataset]) -> type[Dataset]:
 
 
 def get_dataset(name: str) -> Dataset:
+    """The dataset called ``name``: a registered one, or an ir_datasets id ``irds:<id>``.
+
+    Raises:
+        ConfigError: an unknown name (the known ones are listed), or an ``irds:`` id that
+            ir_datasets lacks (or without ir_datasets installed).
+    """
+    if name.startswith(IRDS_PREFIX):
+        if name not in _ON_DEMAND:
+            _ON_DEMAND[name] = IrdsDataset(name)
+        return _ON_DEMAND[name]
     _load_builtin()
     try:
         return _DATASETS[name]
     except KeyError:
         raise ConfigError(
             f"unknown dataset {name!r}; known datasets: {', '.join(sorted(_DATASETS))}"
+            f" (or any ir_datasets id as {IRDS_PREFIX}<id>)"
         ) from None
 
 
@@ -32,8 +48,19 @@ def dataset_names() -> list[str]:
     return sorted(_DATASETS)
 
 
+def on_demand_names(names: Iterable[object]) -> tuple[str, ...]:
+    """The names among ``names`` of datasets made on demand (``irds:<id>``), once each, in order.
+
+    Example:
+        >>> on_demand_names(["wikiqa", "irds:antique/test", 3, "irds:antique/test"])
+        ('irds:antique/test',)
+    """
+    found = (n for n in names if isinstance(n, str) and n.startswith(IRDS_PREFIX))
+    return tuple(dict.fromkeys(found))
+
+
 # Modules of reranklab.data that hold no dataset (helpers start with "_" and are skipped too).
-_NOT_DATASETS = frozenset({"base", "download", "listing", "registry"})
+_NOT_DATASETS = frozenset({"base", "download", "irds", "listing", "registry"})
 _loaded = False
 
 

@@ -37,6 +37,7 @@ from reranklab.io.json_io import read_json, write_json
 from reranklab.models.bert_dmn import segment_features
 from reranklab.models.encoder import encoder_inputs
 from reranklab.models.segments import encode_segmented_pairs, pad_segments
+from reranklab.progress import Status
 
 log = logging.getLogger(__name__)
 
@@ -147,6 +148,7 @@ def extract_features(
     encoder.eval().to(device)
     pad_id = int(tokenizer.pad_token_id or 0)
     batches = length_sorted_batches(pairs.lengths, batch_size)
+    status = Status("encode", len(pairs.lengths), unit="pairs", rate_unit="pairs", enabled=progress)
     with torch.inference_mode():
         for rows in tqdm(
             batches,
@@ -171,11 +173,13 @@ def extract_features(
             )
             out = {k: v.cpu().numpy() for k, v in out.items()}
             arrays.cls[rows] = out["cls"]
+            status.update(len(rows))
             for name, offsets in offsets_of.items():
                 target = getattr(arrays, name)
                 for k, row in enumerate(rows.tolist()):
                     count = offsets[row + 1] - offsets[row]
                     target[offsets[row] : offsets[row + 1]] = out[name][k, :count]
+    status.close()
     return arrays
 
 

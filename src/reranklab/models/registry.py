@@ -36,6 +36,10 @@ and its default is the plain cross-encoder's behaviour):
     Restores a model written by ``model.save(directory)``, in eval mode. Default (``None``):
     :func:`reranklab.models.reranker.load_reranker`. :func:`load_model` picks the loader from
     the ``variant`` recorded in the directory's ``reranker.json``.
+``fine_tunes(training) -> bool``
+    Whether a cell with these settings trains at all (default: always). A model that ranks
+    as it is built (a pre-trained bi-encoder, zero-shot) returns False: its train step then
+    runs no step and saves the built model, so it still goes through train and rerank.
 ``encode(model, id_pairs, queries, corpus, out_dir, *, device="cpu", progress=True) -> dict``
     Only for variants on a frozen encoder whose features are precomputed (the lite variants):
     runs the frozen encoder once over one fold's training pairs and test candidates and
@@ -56,7 +60,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -95,6 +99,8 @@ class VariantSpec:
         reads_collection: its training featurizer reads every passage of the collection (e.g.
             to build a vocabulary), so the training job loads the whole corpus; otherwise jobs
             load only the passages their pairs name.
+        fine_tunes: ``fine_tunes(training)``: whether a cell with these settings is trained;
+            ``None`` = always (see the module docstring).
     """
 
     name: str
@@ -107,6 +113,7 @@ class VariantSpec:
     load: Callable[..., Any] | None = None
     encode: Callable[..., Any] | None = None
     reads_collection: bool = False
+    fine_tunes: Callable[[Mapping[str, Any]], bool] | None = None
 
     @property
     def defaults(self) -> dict[str, Any]:
@@ -140,6 +147,15 @@ class VariantSpec:
                 f"variant {self.name!r} reads no frozen-feature cache (got {frozen_features})"
             )
         return {"frozen_features": frozen_features}
+
+    def trains(self, training: Mapping[str, Any]) -> bool:
+        """Whether a cell with the resolved ``training`` settings runs training steps.
+
+        Example:
+            >>> get_variant("pointwise").trains({}), get_variant("biencoder_zeroshot").trains({})
+            (True, False)
+        """
+        return True if self.fine_tunes is None else bool(self.fine_tunes(training))
 
     def featurizer(self) -> Callable[..., Any]:
         """The featurize hook, or the default token-pair featurizer."""

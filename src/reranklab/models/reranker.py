@@ -7,9 +7,17 @@ The ranking score (what a run holds) is raw and float64: the margin ``l1 - l0`` 
 head, the logit of a scalar one; never a probability, which saturates to ties at 1.0.
 A saved model is a directory::
 
-    config.json, model.safetensors, tokenizer files   # the fine-tuned encoder (save_pretrained)
+    config.json, model.safetensors, tokenizer files   # the fine-tuned encoder
     head.safetensors                                   # the linear head
     reranker.json                                      # variant, head config, max_length, inputs
+    README.md                                          # the model card (reranklab.models.card)
+
+On a BERT encoder with a pooler the encoder files are a standard one-logit
+``BertForSequenceClassification`` (classifier = the head folded to the ranking score:
+:mod:`reranklab.models.standard`), so ``AutoModelForSequenceClassification`` and
+sentence-transformers' ``CrossEncoder`` load the folder and give the run's scores; otherwise
+(another encoder, or a subclass that feeds the head something else, such as the chunked
+pooling) they are the encoder's ``save_pretrained``.
 """
 
 from __future__ import annotations
@@ -21,8 +29,10 @@ from typing import Any
 import torch
 from torch import nn
 
+from reranklab.models.card import facts_from_directory, write_card
 from reranklab.models.encoder import encoder_inputs, load_encoder
-from reranklab.models.saved import load_encoder_model, save_encoder_model
+from reranklab.models.saved import load_encoder_model, save_classifier_model, save_encoder_model
+from reranklab.models.standard import checkpoint_problem, single_logit
 
 
 def _p_relevant(logits: torch.Tensor) -> torch.Tensor:
@@ -193,8 +203,41 @@ class CrossEncoderReranker(nn.Module):
         raw margins or logits, never probabilities (those tie when they saturate at 1.0)."""
         return self.scores_from_logits(self(**features))
 
+    def standard_checkpoint_problem(self) -> str | None:
+        """Why this model cannot be saved as a one-logit ``*ForSequenceClassification``.
+
+        Returns:
+            ``None`` when it can (a BERT encoder with a pooler, and the class's own ``forward``
+            and ``encode``); else the reason, as the model card gives it.
+
+        Example:
+            >>> from reranklab.models.tiny import tiny_encoder
+            >>> CrossEncoderReranker(*tiny_encoder(["who"]), variant="pointwise", num_outputs=2,
+            ...     score="p_relevant", max_length=16).standard_checkpoint_problem() is None
+            True
+        """
+        cls = type(self)
+        # A subclass that overrides forward or encode (the chunked pooling) feeds the head
+        # something else than the pooled [CLS] of one sequence.
+        if cls.forward is not CrossEncoderReranker.forward or (
+            cls.encode is not CrossEncoderReranker.encode
+        ):
+            return f"{cls.__name__} feeds its head more than the pooled [CLS] of one sequence"
+        return checkpoint_problem(self.encoder)
+
     def save(self, directory: str | Path) -> Path:
-        """Write the encoder, tokenizer, head and ``reranker.json`` into ``directory``."""
+        """Write the encoder, tokenizer, head, ``reranker.json`` and the model card into
+        ``directory``: the encoder as a standard one-logit ``*ForSequenceClassification`` when
+        :meth:`standard_checkpoint_problem` finds none, else with ``save_pretrained``.
+
+        Example:
+            >>> import tempfile
+            >>> from reranklab.models.tiny import tiny_encoder
+            >>> saved = CrossEncoderReranker(*tiny_encoder(["who"]), variant="pointwise", num_outputs=2,
+            ...     score="p_relevant", max_length=16).save(tempfile.mkdtemp())
+            >>> sorted(p.name for p in saved.iterdir())
+            ['README.md', 'config.json', 'head.safetensors', 'model.safetensors', 'reranker.json', 'tokenizer.json', 'tokenizer_config.json']
+        """
         meta = {
             "variant": self.variant,
             "head": self.head_config(),
@@ -202,7 +245,16 @@ class CrossEncoderReranker(nn.Module):
             "encoder": self.encoder_name,
             "inputs": self.inputs,
         }
-        return save_encoder_model(directory, self.encoder, self.tokenizer, self.head, meta)
+        problem = self.standard_checkpoint_problem()
+        if problem is None:
+            classifier = single_logit(self.head.weight, self.head.bias, self.score_function)
+            out = save_classifier_model(
+                directory, self.encoder, self.tokenizer, self.head, meta, classifier
+            )
+        else:
+            out = save_encoder_model(directory, self.encoder, self.tokenizer, self.head, meta)
+        write_card(out, facts_from_directory(out, problem))
+        return out
 
 
 def load_reranker(

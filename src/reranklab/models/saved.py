@@ -3,7 +3,10 @@
 A saved model is a directory holding ``reranker.json`` (variant, head settings, max length,
 encoder; :data:`META_FILE`) and its tensors as safetensors files: ``head.safetensors`` for a head
 on an encoder, other names for other parts (the chunked pooling, the word baselines' weights).
-A fine-tuned encoder and its tokenizer are written next to them with ``save_pretrained``.
+A fine-tuned encoder and its tokenizer are written next to them with ``save_pretrained``, or,
+for a cross-encoder that is one (:func:`save_classifier_model`), as a standard one-logit
+``*ForSequenceClassification`` checkpoint (:mod:`reranklab.models.standard`), which
+:func:`load_encoder_model` reads the same way (``AutoModel`` takes the encoder's weights).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from torch import nn
 from reranklab.errors import FormatError
 from reranklab.io.json_io import read_json, write_json
 from reranklab.models.encoder import load_encoder
+from reranklab.models.standard import save_sequence_classification
 
 FORMAT_VERSION = 1
 HEAD_FILE = "head.safetensors"
@@ -92,6 +96,44 @@ def save_encoder_model(
     out.mkdir(parents=True, exist_ok=True)
     encoder.save_pretrained(out)
     tokenizer.save_pretrained(out)
+    save_head(head, out)
+    write_meta(out, meta)
+    return out
+
+
+def save_classifier_model(
+    directory: str | Path,
+    encoder: Any,
+    tokenizer: Any,
+    head: nn.Module,
+    meta: dict[str, Any],
+    classifier: tuple[torch.Tensor, torch.Tensor],
+) -> Path:
+    """As :func:`save_encoder_model`, with the encoder written as a one-logit classifier.
+
+    ``config.json``, ``model.safetensors`` and the tokenizer are a standard
+    ``*ForSequenceClassification`` checkpoint whose classifier is ``classifier`` (weight
+    ``[1, H]``, bias ``[1]``: the head folded to the ranking score); ``head.safetensors`` and
+    ``reranker.json`` are written as for every model, so reranklab loads it unchanged.
+
+    Raises:
+        ValueError: the encoder has no such checkpoint
+            (:func:`~reranklab.models.standard.checkpoint_problem`).
+
+    Example:
+        >>> import tempfile
+        >>> from reranklab.models.tiny import tiny_encoder
+        >>> encoder, tokenizer = tiny_encoder(["who"])
+        >>> head = nn.Linear(32, 1)
+        >>> out = save_classifier_model(tempfile.mkdtemp(), encoder, tokenizer, head,
+        ...     {"variant": "bertlets", "max_length": 16}, (head.weight, head.bias))
+        >>> read_json(out / "config.json")["architectures"], load_encoder(str(out))[0].config.hidden_size
+        (['BertForSequenceClassification'], 32)
+    """
+    out = Path(directory)
+    save_sequence_classification(
+        out, encoder, tokenizer, *classifier, max_length=int(meta["max_length"])
+    )
     save_head(head, out)
     write_meta(out, meta)
     return out

@@ -1,6 +1,7 @@
 """The JSON schema of ``params.yaml``, generated from the settings model (like Vizro's ``generate.py``).
 
-``workflow/schemas/params.schema.yaml`` is generated output: JSON Schema draft 2020-12, every
+``src/reranklab/workflow/schemas/params.schema.yaml`` (:data:`reranklab.workflow.SCHEMA`, shipped
+in the package, where the CLI writes it) is generated output: JSON Schema draft 2020-12, every
 block closed (``additionalProperties: false``), a description and a default on every key.
 Snakemake, editors and other tools read it; ``tests/test_settings.py`` fails when the committed
 file drifts. Usage::
@@ -19,7 +20,6 @@ from pydantic import BaseModel
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 from pydantic_core import core_schema
 
-SCHEMA_FILE = Path("workflow/schemas/params.schema.yaml")
 COMMAND = "reranklab settings-schema"
 HEADER = f"""\
 # GENERATED from the settings model (src/reranklab/settings/): do not edit by hand.

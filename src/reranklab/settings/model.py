@@ -1,7 +1,7 @@
 """The study model: every key of ``params.yaml``, its type, range, default and description.
 
 The one source of the settings: :mod:`reranklab.settings.generate` writes the JSON schema
-(``workflow/schemas/params.schema.yaml``) from it, :func:`study_defaults` gives the defaults,
+(``reranklab/workflow/schemas/params.schema.yaml``) from it, :func:`study_defaults` gives the defaults,
 and :func:`validate_study` checks a config file against it before any job runs. The blocks
 keyed by name come from what is registered: ``protocol.<dataset>`` (its ``options`` typed by the
 dataset module's own options model) and ``variants.<variant>`` (the ``training`` keys, with
@@ -72,6 +72,15 @@ class Data(Section):
     )
 
 
+class Dvc(Section):
+    """What ``dvc repro`` passes to Snakemake (dvc.yaml renders the block; Snakemake ignores it)."""
+
+    configfiles: list[str] = Field(
+        [],
+        description="Override files `dvc repro` passes to Snakemake (--configfiles), e.g. [config/quickstart.yaml]; DVC tracks them as the config/ folder, so keep them there. [] = the study of params.yaml alone.",
+    )
+
+
 class Mlflow(Section):
     """Experiment tracking."""
 
@@ -80,6 +89,10 @@ class Mlflow(Section):
         description="MLflow tracking URI (relative sqlite paths are relative to the working directory).",
     )
     experiment: str | None = Field(None, description="Experiment name; null = the study name.")
+    log_training: bool = Field(
+        True,
+        description="Each training job logs to its fold's MLflow run while it trains (loss and learning rate per step, dev measures per epoch, system metrics, the model), which `track` then completes; false = training never touches MLflow and `track` makes the fold runs after the fact.",
+    )
 
 
 def registered(kind: str, names: Sequence[str]) -> Any:
@@ -221,6 +234,7 @@ def study_model(
             "Per-variant overrides of `training` (keyed by variant name); they win over the variant's paper settings.",
         ),
         data=_section(Data, "Where raw files come from."),
+        dvc=_section(Dvc, "What `dvc repro` passes to Snakemake (read by dvc.yaml only)."),
         mlflow=_section(Mlflow, "Experiment tracking."),
     )
 

@@ -6,7 +6,8 @@ Training: the model's defaults < the shared ``training`` block < the variant's p
 ``variants.dmn.validation: {patience: 5}`` keeps the preset's measure); the shared block may
 restate every default without undoing a preset. Protocol: the dataset's own protocol < the
 user's ``protocol.<dataset>``, where a null keeps the dataset's value and ``options`` merge key
-by key.
+by key. The study's own layers: ``params.yaml`` < override files < ``snakemake --config`` values
+(:func:`typed_overrides`).
 """
 
 from __future__ import annotations
@@ -15,7 +16,11 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
+import yaml
+
 Source = tuple[str, Mapping[str, Any]]
+_RESOLVER = yaml.resolver.Resolver()
+_STR_TAG = "tag:yaml.org,2002:str"
 
 
 def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
@@ -32,6 +37,41 @@ def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str
         else:
             merged[key] = copy.deepcopy(value)
     return merged
+
+
+def typed_overrides(values: Any) -> Any:
+    """``snakemake --config`` values as a YAML file gives them (``128`` an integer, not ``'128'``).
+
+    Snakemake reads a ``--config`` value's structure as YAML but keeps every scalar in it a
+    string (``grid={max_length: [128]}`` gives ``['128']``). Each such string is read again as a
+    plain YAML scalar: one that YAML reads as a number, boolean or null becomes one, any other
+    text stays the string it was. (A quoted number in the value cannot be told apart: Snakemake
+    has already dropped the quotes.)
+
+    Args:
+        values: the parsed ``--config`` values (mappings, lists, strings, or already typed).
+
+    Returns:
+        The same structure, with typed scalars.
+
+    Example:
+        >>> typed_overrides({"grid": {"max_length": ["128"]}, "seeds": "null", "study": "a: b", "seed": 7})
+        {'grid': {'max_length': [128]}, 'seeds': None, 'study': 'a: b', 'seed': 7}
+        >>> typed_overrides({"training": {"learning_rate": "3.0e-5", "length_grouping": "false"}})
+        {'training': {'learning_rate': 3e-05, 'length_grouping': False}}
+    """
+    if isinstance(values, Mapping):
+        return {key: typed_overrides(value) for key, value in values.items()}
+    if isinstance(values, list):
+        return [typed_overrides(value) for value in values]
+    # The tag YAML's implicit resolution gives the text as a plain scalar: only a non-string one
+    # is read (so "a: b" or "[x" stays text, never a mapping or a parse error).
+    if (
+        isinstance(values, str)
+        and _RESOLVER.resolve(yaml.ScalarNode, values, (True, False)) != _STR_TAG
+    ):
+        return yaml.safe_load(values)
+    return values
 
 
 def training_sources(

@@ -15,8 +15,13 @@ Written for Snakemake, where many ``track`` jobs run at once against one sqlite 
   re-created in place, with a warning; one that holds runs is never touched;
 - the experiment is created race-free (create; if it exists, get it), with its artifacts in
   ``mlartifacts/`` beside the database rather than in ``./mlruns``;
-- re-tracking a cell (the job re-ran) soft-deletes the runs tracked earlier for it, after the
-  new ones are complete, so the experiment holds exactly one parent per cell.
+- a fold's run is the one its ``train`` job logged while it trained (loss curve, dev
+  measures, system metrics, model: :mod:`reranklab.tracking.live`), found by its tags
+  (:mod:`reranklab.tracking.tags`) and completed here with the test measures; only a fold
+  trained without live logging gets a run made here;
+- re-tracking a cell (the job re-ran) soft-deletes the runs tracked earlier for it (and the
+  fold runs of earlier trainings), after the new ones are complete, so the experiment holds
+  exactly one parent per cell and one run per fold.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ import sqlite3
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -41,6 +47,16 @@ from filelock import FileLock
 from reranklab.config import flatten
 from reranklab.errors import ConfigError, FormatError
 from reranklab.io import atomic_path, read_json, write_json
+from reranklab.tracking.source import source_tags
+from reranklab.tracking.tags import (
+    CELL_TAG,
+    PARENT_TAG,
+    fold_tags,
+    pick_fold_run,
+    recorded_run_id,
+    run_tags,
+)
+from reranklab.tracking.ui import EXPERIMENT_KIND_TAG, MACHINE_LEARNING_KIND, runs_link
 
 if TYPE_CHECKING:
     from mlflow import MlflowClient
@@ -48,9 +64,6 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 log = logging.getLogger(__name__)
 
-TAG_PREFIX = "reranklab."
-CELL_TAG = "reranklab.cell"
-PARENT_TAG = "mlflow.parentRunId"
 MAX_PARAM_LENGTH = 6000  # MLflow's limit on a param value
 PARAMS_PER_BATCH = 100  # MLflow's limit on params (and tags) per log_batch call
 METRICS_PER_BATCH = 1000
@@ -364,6 +377,10 @@ def _holds_only_creation_rows(db: Path, fresh: Path) -> bool:
 def ensure_experiment(client: MlflowClient, name: str, tracking_uri: str) -> str:
     """The id of experiment ``name``, created if needed (artifacts beside a sqlite database).
 
+    The experiment is marked a machine-learning one (``mlflow.experimentKind``, see
+    :mod:`reranklab.tracking.ui`) when created, and when found without a kind; a kind set by
+    someone else is left as it is.
+
     Raises:
         ConfigError: if the experiment exists but was deleted.
     """
@@ -375,7 +392,12 @@ def ensure_experiment(client: MlflowClient, name: str, tracking_uri: str) -> str
         db = sqlite_path(tracking_uri)
         location = str((db.parent / "mlartifacts").resolve()) if db is not None else None
         try:
-            return _retry(client.create_experiment, name, artifact_location=location)
+            return _retry(
+                client.create_experiment,
+                name,
+                artifact_location=location,
+                tags={EXPERIMENT_KIND_TAG: MACHINE_LEARNING_KIND},
+            )
         except MlflowException as exc:
             # Another process created it between our look-up and our create.
             if exc.error_code != ErrorCode.Name(RESOURCE_ALREADY_EXISTS):
@@ -388,13 +410,20 @@ def ensure_experiment(client: MlflowClient, name: str, tracking_uri: str) -> str
             f"mlflow.experiment: experiment {name!r} ({tracking_uri}) is deleted; restore it "
             f"(mlflow experiments restore --experiment-id {experiment.experiment_id}) or choose another name"
         )
+    if EXPERIMENT_KIND_TAG not in experiment.tags:  # made before reranklab set it, or by hand
+        _retry(
+            client.set_experiment_tag,
+            experiment.experiment_id,
+            EXPERIMENT_KIND_TAG,
+            MACHINE_LEARNING_KIND,
+        )
     return experiment.experiment_id
 
 
-def _runs_of_cell(client: MlflowClient, experiment_id: str, key: str) -> list[str]:
-    """Active runs (parents and children) tracked earlier for the cell ``key``."""
+def cell_runs(client: MlflowClient, experiment_id: str, key: str) -> list[Any]:
+    """Active runs (parents and children, tracked or logged while training) of the cell ``key``."""
     quoted = key.replace("'", "\\'")
-    ids: list[str] = []
+    runs: list[Any] = []
     token = None
     while True:
         page = _retry(
@@ -404,10 +433,15 @@ def _runs_of_cell(client: MlflowClient, experiment_id: str, key: str) -> list[st
             max_results=1000,
             page_token=token,
         )
-        ids += [run.info.run_id for run in page]
+        runs += list(page)
         token = page.token
         if not token:
-            return ids
+            return runs
+
+
+def _runs_of_cell(client: MlflowClient, experiment_id: str, key: str) -> list[str]:
+    """The ids of :func:`cell_runs`."""
+    return [run.info.run_id for run in cell_runs(client, experiment_id, key)]
 
 
 def _log(
@@ -454,21 +488,6 @@ def _cell_metrics(metrics: Mapping[str, Any]) -> list[tuple[str, float, int]]:
     return out + [(k, float(metrics[k]), 0) for k in counts if metrics.get(k) is not None]
 
 
-def _tags(cell: Mapping[str, Any], key: str, role: str) -> dict[str, str]:
-    max_length = cell.get("max_length")
-    tags = {
-        f"{TAG_PREFIX}dataset": str(cell["dataset"]),
-        f"{TAG_PREFIX}variant": str(cell["variant"]),
-        f"{TAG_PREFIX}max_length": "none" if max_length is None else str(int(max_length)),
-        f"{TAG_PREFIX}study": str(cell.get("study", "")),
-        f"{TAG_PREFIX}role": role,
-        CELL_TAG: key,
-    }
-    if cell.get("seeds"):
-        tags[f"{TAG_PREFIX}seed"] = str(cell["seed"])
-    return tags
-
-
 def write_record(
     out: str | os.PathLike[str],
     tracking_uri: str,
@@ -513,6 +532,14 @@ def track_cell(
 ) -> dict[str, Any]:
     """Log a cell and its folds to MLflow and write the run ids to ``out`` (JSON).
 
+    A fold whose training logged its run while it trained (:mod:`reranklab.tracking.live`)
+    keeps that run: it is found by its tags (study, dataset, cell, fold, seed; the one its
+    ``train_stats.json`` names first) and gets the test measures, the fold's files and the
+    cell's other settings, and the cell's run as its parent. A fold without one gets a run
+    made here from its ``train_stats.json``, as before training logged live. Every other
+    earlier run of the cell (an earlier cell run, fold runs of earlier trainings or tracks) is
+    soft-deleted once the new cell run is complete: one cell run, one run per fold.
+
     Args:
         cell: the resolved cell (:func:`reranklab.config.resolve_cell` or ``first_stage_cell``),
             logged flattened as params of every run.
@@ -526,7 +553,8 @@ def track_cell(
 
     Returns:
         ``{"tracking_uri", "experiment", "experiment_id", "cell", "parent_run_id",
-        "child_run_ids": {"fold<k>": id}, "replaced_run_ids": [ids soft-deleted]}``.
+        "child_run_ids": {"fold<k>": id}, "live_run_ids": [fold runs logged while training],
+        "ui": the experiment's runs page, "replaced_run_ids": [ids soft-deleted]}``.
 
     Example:
         >>> track_cell(resolve_cell(config, "wikiqa", "pointwise", 256),
@@ -540,33 +568,38 @@ def track_cell(
     cell_metrics = _read_metrics(
         cell_metrics_path, ("overall", "fold_mean", "fold_std", "n_queries", "n_excluded")
     )
-    folds = sorted(fold_artifacts, key=lambda f: int(f["fold"]))
-    fold_data = []
-    for fold in folds:
-        stats_path = fold.get("train_stats")
-        fold_data.append(
-            (
-                int(fold["fold"]),
-                _fold_metrics(
-                    _read_metrics(fold["metrics"], ("aggregate", "n_queries", "n_excluded"))
-                )
-                + (_training_metrics(read_json(stats_path)) if stats_path else []),
-                [Path(fold["run"]), Path(fold["metrics"])]
-                + ([Path(stats_path)] if stats_path else []),
-            )
-        )
-    for path in [cell_run_path] + [p for _, _, paths in fold_data for p in paths]:
+    folds = [_read_fold(fold) for fold in sorted(fold_artifacts, key=lambda f: int(f["fold"]))]
+    for path in [cell_run_path] + [p for fold in folds for p in fold.artifacts]:
         if not Path(path).is_file():
             raise FileNotFoundError(f"track {key}: missing artifact {path}")
+    source = source_tags("track")
 
     with store_lock(tracking_uri):
         client = open_store(tracking_uri)
         experiment_id = ensure_experiment(client, experiment, tracking_uri)
-        earlier = _runs_of_cell(client, experiment_id, key)
+        earlier = cell_runs(client, experiment_id, key)
+        # The runs the training jobs logged while they trained: completed, not made again.
+        live = {
+            fold.index: pick_fold_run(
+                earlier,
+                cell,
+                key,
+                fold.index,
+                recorded_run_id(fold.stats, tracking_uri, experiment_id),
+            )
+            for fold in folds
+        }
+        starts = [run.info.start_time for run in live.values() if run and run.info.start_time]
         created: list[str] = []
+        adopted: dict[str, str | None] = {}  # reused fold run -> the parent it had before
+        children: dict[str, str] = {}
         try:
             parent = _retry(
-                client.create_run, experiment_id, run_name=key, tags=_tags(cell, key, "cell")
+                client.create_run,
+                experiment_id,
+                start_time=min(starts) if starts else None,  # the cell began with its training
+                run_name=key,
+                tags={**source, **run_tags(cell, key, "cell")},
             )
             parent_id = parent.info.run_id
             created.append(parent_id)
@@ -577,24 +610,27 @@ def track_cell(
                 _cell_metrics(cell_metrics),
                 [Path(cell_run_path), Path(cell_metrics_path)],
             )
-            children: dict[str, str] = {}
-            for fold, metrics, artifacts in fold_data:
-                tags = {
-                    **_tags(cell, key, "fold"),
-                    f"{TAG_PREFIX}fold": str(fold),
-                    PARENT_TAG: parent_id,
-                }
-                child = _retry(client.create_run, experiment_id, run_name=f"fold{fold}", tags=tags)
-                created.append(child.info.run_id)
-                _log(client, child.info.run_id, {**params, "fold": str(fold)}, metrics, artifacts)
-                _retry(client.set_terminated, child.info.run_id, "FINISHED")
-                children[f"fold{fold}"] = child.info.run_id
+            for fold in folds:
+                fold_params = {**params, "fold": str(fold.index)}
+                run = live[fold.index]
+                if run is None:
+                    child_id = _new_fold_run(
+                        client, experiment_id, cell, key, fold, parent_id, fold_params, source
+                    )
+                    created.append(child_id)
+                else:
+                    child_id = run.info.run_id
+                    adopted[child_id] = run.data.tags.get(PARENT_TAG)
+                    _complete_fold_run(client, run, fold, parent_id, fold_params)
+                children[f"fold{fold.index}"] = child_id
             _retry(client.set_terminated, parent_id, "FINISHED")
         except BaseException:
             # Leave no half-logged cell behind; the earlier complete runs stay.
+            _restore_parents(client, adopted)
             abandon_runs(client, created)
             raise
-        for run_id in earlier:
+        replaced = [run.info.run_id for run in earlier if run.info.run_id not in adopted]
+        for run_id in replaced:
             _retry(client.delete_run, run_id)
 
     return write_record(
@@ -604,6 +640,97 @@ def track_cell(
         experiment_id,
         key,
         parent_id,
-        earlier,
+        replaced,
         child_run_ids=children,
+        live_run_ids=sorted(adopted),
+        ui=runs_link(tracking_uri, experiment_id),
     )
+
+
+@dataclass(frozen=True)
+class _Fold:
+    """What ``track`` logs for one fold: its test measures, its training and its files."""
+
+    index: int
+    test_metrics: list[tuple[str, float, int]]
+    artifacts: list[Path]  # the fold's run and metrics, and train_stats.json when trained
+    stats_path: Path | None
+    stats: Any
+
+
+def _read_fold(fold: Mapping[str, Any]) -> _Fold:
+    stats_path = Path(fold["train_stats"]) if fold.get("train_stats") else None
+    metrics = _read_metrics(fold["metrics"], ("aggregate", "n_queries", "n_excluded"))
+    return _Fold(
+        index=int(fold["fold"]),
+        test_metrics=_fold_metrics(metrics),
+        artifacts=[Path(fold["run"]), Path(fold["metrics"])] + ([stats_path] if stats_path else []),
+        stats_path=stats_path,
+        stats=read_json(stats_path) if stats_path and stats_path.is_file() else None,
+    )
+
+
+def _training_times(fold: _Fold) -> tuple[int | None, int | None]:
+    """(start, end) in ms of a fold's training, from its train_stats.json (written at its end)."""
+    if fold.stats_path is None or not isinstance(fold.stats, Mapping):
+        return None, None
+    end = fold.stats_path.stat().st_mtime
+    seconds = _number(fold.stats.get("seconds"))
+    start = end - seconds if seconds is not None else None
+    return (int(start * 1000) if start is not None else None), int(end * 1000)
+
+
+def _new_fold_run(
+    client: MlflowClient,
+    experiment_id: str,
+    cell: Mapping[str, Any],
+    key: str,
+    fold: _Fold,
+    parent_id: str,
+    params: Mapping[str, str],
+    source: Mapping[str, str],
+) -> str:
+    """A fold run made after the fact (the training logged none): test and training metrics."""
+    start, end = _training_times(fold)
+    child = _retry(
+        client.create_run,
+        experiment_id,
+        start_time=start,
+        run_name=f"fold{fold.index}",
+        tags={**source, **fold_tags(cell, key, fold.index), PARENT_TAG: parent_id},
+    )
+    try:
+        metrics = fold.test_metrics + (_training_metrics(fold.stats) if fold.stats else [])
+        _log(client, child.info.run_id, params, metrics, fold.artifacts)
+        _retry(client.set_terminated, child.info.run_id, "FINISHED", end_time=end)
+    except BaseException:
+        abandon_runs(client, [child.info.run_id])
+        raise
+    return child.info.run_id
+
+
+def _complete_fold_run(
+    client: MlflowClient, run: Any, fold: _Fold, parent_id: str, params: Mapping[str, str]
+) -> None:
+    """Add the test measures, the fold's files and the cell's settings to a fold's live run.
+
+    Its training (curves, dev measures, model, train_stats.json) is in it already. MLflow
+    params cannot change: only those the training did not log are added.
+    """
+    run_id = run.info.run_id
+    missing = {k: v for k, v in params.items() if k not in run.data.params}
+    files = [path for path in fold.artifacts if path != fold.stats_path]
+    _log(client, run_id, missing, fold.test_metrics, files)
+    _retry(client.set_tag, run_id, PARENT_TAG, parent_id)
+    if run.info.status != "FINISHED":  # recorded by train_stats.json, so its model was saved
+        _retry(client.set_terminated, run_id, "FINISHED", end_time=_training_times(fold)[1])
+
+
+def _restore_parents(client: MlflowClient, adopted: Mapping[str, str | None]) -> None:
+    """Give reused fold runs back the parent they had (best effort, after a failed track)."""
+    for run_id, parent in adopted.items():
+        with contextlib.suppress(Exception):
+            if parent:
+                _retry(client.set_tag, run_id, PARENT_TAG, parent)
+            else:
+                _retry(client.delete_tag, run_id, PARENT_TAG)

@@ -18,12 +18,9 @@ from typing import Any
 from reranklab.errors import FormatError
 from reranklab.io import read_json
 from reranklab.tracking.mlflow_tracking import (
-    PARENT_TAG,
-    TAG_PREFIX,
     _log,
     _retry,
     _runs_of_cell,
-    _tags,
     abandon_runs,
     ensure_experiment,
     metric_name,
@@ -32,6 +29,9 @@ from reranklab.tracking.mlflow_tracking import (
     store_lock,
     write_record,
 )
+from reranklab.tracking.source import source_tags
+from reranklab.tracking.tags import PARENT_TAG, TAG_PREFIX, run_tags
+from reranklab.tracking.ui import runs_link
 
 
 def seeds_cell_key(cell: dict[str, Any]) -> str:
@@ -101,7 +101,8 @@ def track_seeds(
         experiment_id = ensure_experiment(client, experiment, tracking_uri)
         earlier = _runs_of_cell(client, experiment_id, key)
         tags = {
-            **_tags(cell, key, "cell"),
+            **source_tags("track-seeds"),
+            **run_tags(cell, key, "cell"),
             f"{TAG_PREFIX}seeds": ",".join(str(s) for s in metrics["seeds"]),
         }
         tags.pop(f"{TAG_PREFIX}seed", None)  # the cell run stands for all its seeds
@@ -133,4 +134,5 @@ def track_seeds(
         parent_id,
         earlier,
         seed_run_ids=seed_runs,
+        ui=runs_link(tracking_uri, experiment_id),
     )

@@ -26,6 +26,7 @@ from reranklab.features.cache import feature_cache_scope
 from reranklab.features.types import PairFeatures
 from reranklab.models.encoder import select_device, set_threads
 from reranklab.models.registry import get_variant, load_model
+from reranklab.progress import Status
 from reranklab.training.precision import Precision, resolve_precision
 
 log = logging.getLogger(__name__)
@@ -67,6 +68,7 @@ def score_features(
     was_training = model.training
     model.eval()
     batches = length_sorted_batches(features.lengths, batch_size)
+    status = Status(desc, len(features), unit="pairs", rate_unit="pairs", enabled=progress)
     try:
         with torch.inference_mode():
             for rows in tqdm(
@@ -79,8 +81,10 @@ def score_features(
                 inputs = to_device(features.batch(rows, multiple), device)
                 with precision.autocast() if precision is not None else contextlib.nullcontext():
                     scores[rows] = model.score(inputs).double().cpu().numpy()
+                status.update(len(rows))
     finally:
         model.train(was_training)
+    status.close()
     return scores
 
 

@@ -18,7 +18,7 @@ import random
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -38,6 +38,7 @@ from reranklab.io.atomic import atomic_directory
 from reranklab.io.json_io import write_json
 from reranklab.models.encoder import select_device, set_threads
 from reranklab.models.registry import get_variant
+from reranklab.progress import Status
 from reranklab.settings.training import training_view
 from reranklab.training import distributed
 from reranklab.training.determinism import configure_determinism, training_threads
@@ -62,6 +63,33 @@ log = logging.getLogger(__name__)
 
 STATS_FILE = "train_stats.json"
 LOSS_CURVE_POINTS = 100  # at most this many (step, mean loss) points in train_stats.json
+
+
+class TrainingCallback(Protocol):
+    """What :func:`train_model` reports while it trains (e.g. to MLflow:
+    :class:`reranklab.tracking.live.LiveRun`).
+
+    Every value handed over is a Python number the loop already holds on the CPU (the step's
+    loss, which it reads for its log and its finiteness check, and the scheduler's learning
+    rate): a callback adds no device synchronisation. A hook should only record and return;
+    slow work (writing to a store) belongs in its own thread.
+    """
+
+    def on_train_begin(self, info: Mapping[str, Any]) -> None:
+        """The loop is set up: ``total_steps``, ``steps_per_epoch``, ``warmup_steps``,
+        ``resumed_from_step`` and ``restored_losses`` (the losses of a resumed job's steps)."""
+
+    def on_step(self, step: int, epoch: int, loss: float, learning_rate: float) -> None:
+        """Optimiser step ``step`` (1-based, global) of epoch ``epoch`` (1-based) is done."""
+
+    def on_epoch_end(self, epoch: int, step: int, dev: Mapping[str, Any] | None) -> None:
+        """Epoch ``epoch`` is done; ``dev``: its dev measures when the job validates."""
+
+    def on_train_end(self, stats: dict[str, Any]) -> None:
+        """Training is done; ``stats`` are about to be saved (a callback may add to them)."""
+
+    def on_saved(self, out_dir: Path) -> None:
+        """The model and its statistics are saved in ``out_dir``."""
 
 
 def seed_everything(seed: int) -> None:
@@ -248,6 +276,7 @@ def train_model(
     progress: bool = True,
     frozen_features: Path | None = None,
     dev: DevSet | None = None,
+    callback: TrainingCallback | None = None,
 ) -> dict[str, Any]:
     """Fine-tune the cell's variant on the examples and save it to ``out_dir``.
 
@@ -267,6 +296,8 @@ def train_model(
         dev: the fold's dev set, scored after every epoch when ``training.validation`` is on
             (``corpus`` must then hold its candidates). Without one such a cell trains every
             epoch and keeps the last (with a warning); the ``train`` step always passes it.
+        callback: told of every step, epoch and the end (:class:`TrainingCallback`; the
+            ``train`` step's logs the job to its fold's MLflow run).
 
     Returns:
         The training statistics written to ``out_dir/train_stats.json`` (with ``validation``:
@@ -298,9 +329,11 @@ def train_model(
     seed = int(cell["seed"])
     max_length = int(cell["max_length"])
     batch_size = settings.batch_size
-    epochs = settings.epochs
+    # A variant that ranks as it is built (a zero-shot bi-encoder) runs no step: it is saved as built.
+    fine_tunes = spec.trains(training)
+    epochs = settings.epochs if fine_tunes else 0
 
-    validation = validation_settings(training)
+    validation = validation_settings(training) if fine_tunes else None
     counted_dev: list[str] = []
     if validation is not None and dev is None:
         log.warning(
@@ -381,6 +414,16 @@ def train_model(
     )
     checkpointer.restore(state)
     resumed_from = state.global_step
+    if callback is not None:
+        callback.on_train_begin(
+            {
+                "total_steps": total_steps,
+                "steps_per_epoch": steps_per_epoch,
+                "warmup_steps": warmup_steps,
+                "resumed_from_step": resumed_from,
+                "restored_losses": list(state.losses),
+            }
+        )
 
     log.info(
         "training %s on %s: %d examples (%d distinct pairs, %s, max_length %d), %d epochs x %d steps (%d warm-up), device %s, %d threads",
@@ -421,6 +464,13 @@ def train_model(
         disable=not progress,
         mininterval=1.0,
     )
+    status = Status(
+        f"train {spec.name}",
+        total_steps,
+        rate_unit="pairs",
+        initial=state.global_step,
+        enabled=progress and total_steps > 0,  # a zero-shot model runs no step: nothing to say
+    )
     for epoch in range(state.epoch, epochs):
         if (
             selector is not None and selector.stopped_early
@@ -453,6 +503,11 @@ def train_model(
             state.global_step += 1
             pairs_trained += len(rows) * collate.pairs_per_example
             bar.update(1)
+            status.update(1, items=len(rows) * collate.pairs_per_example)
+            if callback is not None:  # floats already on the host: no device sync
+                callback.on_step(
+                    state.global_step, epoch + 1, loss_value, scheduler.get_last_lr()[0]
+                )
             if state.global_step % curve_every == 0 or state.global_step == total_steps:
                 window = state.losses[-curve_every:]
                 loss_curve.append([state.global_step, sum(window) / len(window)])
@@ -477,9 +532,13 @@ def train_model(
                 validation_started = time.perf_counter()
                 validate_epoch(scorer, selector, model, epoch + 1, state.global_step)
                 validation_seconds += time.perf_counter() - validation_started
+            if callback is not None and state.step_in_epoch == steps_per_epoch:
+                dev_measures = selector.history[-1] if selector and selector.history else None
+                callback.on_epoch_end(epoch + 1, state.global_step, dev_measures)
             checkpointer.step_done(state)
         state.step_in_epoch = 0
     bar.close()
+    status.close()
     train_seconds = time.perf_counter() - train_started - validation_seconds
     model.eval()
     epochs_trained = state.global_step // steps_per_epoch if steps_per_epoch else 0
@@ -513,6 +572,7 @@ def train_model(
         "distinct_pairs": len(index),
         **index.summary(),
         "epochs": epochs,
+        "fine_tuned": fine_tunes,
         "batch_size": batch_size,
         "steps": state.global_step,
         "resumed_from_step": resumed_from,
@@ -546,8 +606,12 @@ def train_model(
         import transformers
 
         stats["transformers"] = transformers.__version__
+    if callback is not None:
+        callback.on_train_end(stats)
     if distributed.is_main_process():
         save_atomically(model, stats, out_dir)
+        if callback is not None:
+            callback.on_saved(out_dir)
     checkpointer.finished(state, out_dir)
     log.info(
         "saved %s to %s (final loss %.4f, %.1f pairs/s)",

@@ -4,10 +4,6 @@
 # Without a seed axis they do not exist and nothing changes.
 
 
-def seed_files(pattern):
-    return lambda w: [pattern.format(dataset=w.dataset, cell=cell_of(w).name, seed=s) for s in SEEDS]
-
-
 if SEEDS:
 
     localrules:
@@ -18,9 +14,9 @@ if SEEDS:
         input:
             metrics=seed_files("results/cells/{dataset}/{cell}/seed{seed}/metrics.json"),
         output:
-            metrics="results/cells/{dataset}/" + CELL + "/metrics.json",
+            metrics=f"results/cells/{{dataset}}/{CELL}/metrics.json",
         log:
-            "results/logs/aggregate_seeds/{dataset}/" + CELL + ".log",
+            f"results/logs/aggregate_seeds/{{dataset}}/{CELL}.log",
         message:
             "Aggregating {wildcards.dataset}/{wildcards.variant}-L{wildcards.max_length} over seeds"
         params:
@@ -33,11 +29,11 @@ if SEEDS:
     rule track_seeds:
         input:
             tracked=seed_files("results/cells/{dataset}/{cell}/seed{seed}/mlflow.json"),
-            metrics="results/cells/{dataset}/" + CELL + "/metrics.json",
+            metrics=f"results/cells/{{dataset}}/{CELL}/metrics.json",
         output:
-            "results/cells/{dataset}/" + CELL + "/mlflow.json",
+            f"results/cells/{{dataset}}/{CELL}/mlflow.json",
         log:
-            "results/logs/track_seeds/{dataset}/" + CELL + ".log",
+            f"results/logs/track_seeds/{{dataset}}/{CELL}.log",
         message:
             "Logging {wildcards.dataset}/{wildcards.variant}-L{wildcards.max_length} to MLflow (a run per cell, its seeds nested)"
         params:

@@ -1,23 +1,4 @@
-def grading_settings(dataset, variant, max_length):
-    """What `reranklab regress` matches a summary row by: the study, and a re-ranker's encoder and epochs."""
-    if max_length is None:
-        return {"study": CFG["study"]}
-    training = resolve_cell(CFG, dataset, variant, max_length)["training"]
-    return {"study": CFG["study"], "encoder": training["encoder"], "epochs": training["epochs"]}
-
-
-def summary_settings():
-    cells = [
-        {
-            "dataset": dataset,
-            "variant": variant,
-            "max_length": max_length,
-            "metrics_path": f"results/cells/{dataset}/{cell}/metrics.json",
-            **grading_settings(dataset, variant, max_length),
-        }
-        for dataset, cell, variant, max_length in all_cells()
-    ]
-    return as_json({"cells": cells, "title": CFG["study"]})
+# The study's summary table, then its grade against the reproduction matrix (studies/*.yaml).
 
 
 rule summarize:
@@ -39,10 +20,6 @@ rule summarize:
     shell:
         "reranklab summarize --out-csv {output.csv} --out-md {output.md} --out-json {output.json}"
         " --params {params.settings:q} > {log} 2>&1"
-
-
-# The matrix files that exist: a workflow copied without studies/ still runs (and grades nothing).
-REGRESSION_MATRIX = [path for path in ("studies/published.yaml", "studies/expected.yaml") if os.path.exists(path)]
 
 
 rule regress:

@@ -1,6 +1,8 @@
 # Shared helpers: config validation, the grid, and the settings each rule passes to its step.
+# (rules/helpers.smk holds the helpers of single rules; the rule files hold only rules.)
 import json
 import os
+from pathlib import Path
 
 from reranklab.config import (
     first_stage_cell,
@@ -9,17 +11,30 @@ from reranklab.config import (
     resolve_cell,
     resolve_protocol,
     resolve_scoring,
-    validate_config,
+    snakemake_config,
     with_defaults,
 )
+from reranklab.data.irds import IRDS_NAME
 from reranklab.seeds import seed_from_dir, study_seeds
 from reranklab.settings.cell import Cell, seed_of_part
 from reranklab.settings.training import NOT_MODEL_KEYS, RUN_OPTION_KEYS, training_view
 
-_sources = [str(f) for f in getattr(workflow, "configfiles", [])] or ["params.yaml"]
-validate_config(config, source=" + ".join(_sources))
+
+
+def _config_files():
+    """The files Snakemake merged into `config`, lowest priority first: the Snakefile's
+    configfile (unless --replace-workflow-config), then the --configfile files."""
+    given = [Path(f).absolute() for f in workflow.config_settings.configfiles]
+    own = [Path(f) for f in workflow.configfiles if Path(f).absolute() not in given]
+    return ([] if workflow.config_settings.replace_workflow_config else own) + given
+
+
+# Checked file by file, then the --config values (read as YAML scalars, as in a file), then
+# the merge: an error names where the wrong value is. `config` itself gets the typed values.
+config.update(snakemake_config(config, _config_files(), workflow.config_settings.config))
 CFG = with_defaults(config)
-CONDA_ENV = "../../envs/reranklab.yaml"
+# The study folder's conda environment (a checkout's envs/; used only with --sdm conda).
+CONDA_ENV = os.path.join(workflow.basedir, "envs", "reranklab.yaml")
 SUMMARY = ["results/summary.csv", "results/summary.md", "results/summary.json"]
 # The seed axis (`seeds`): per-seed paths get a `/seed<s>` part (the {seed_dir} wildcard);
 # without it they are unchanged. With it a re-ranker cell wildcard always names its seed, so
@@ -27,12 +42,17 @@ SUMMARY = ["results/summary.csv", "results/summary.md", "results/summary.json"]
 SEEDS = study_seeds(CFG)
 # A re-ranker cell's folder as wildcards ("{variant}-L{max_length}"; CELL_DIR adds the seed part).
 CELL = Cell.WILDCARDS
-CELL_DIR = Cell.WILDCARDS + Cell.SEED_WILDCARD
+CELL_DIR = f"{Cell.WILDCARDS}{Cell.SEED_WILDCARD}"
 CELL_PATTERN = Cell.pattern(bool(SEEDS))
+# Status lines of long steps (reranklab.progress) on the terminal as well as in the job's log:
+# fd 3 is Snakemake's stderr, opened before the rule's own `> {log} 2>&1`. A prefix, not part
+# of any rule's shell text, so no job re-runs for it (Snakemake's code trigger reads that text).
+shell.prefix("set -euo pipefail; exec 3>&2; export RERANKLAB_STATUS_FD=3; ")
 
 
 wildcard_constraints:
-    dataset=r"[A-Za-z0-9][A-Za-z0-9_.]*(-[A-Za-z0-9_.]+)*",
+    # A registered name, or an ir_datasets id (irds:antique/test: its parts are folders).
+    dataset=rf"[A-Za-z0-9][A-Za-z0-9_.]*(-[A-Za-z0-9_.]+)*|{IRDS_NAME}",
     variant=r"[a-z][a-z0-9_]*",
     max_length=r"\d+",
     fold=r"\d+",

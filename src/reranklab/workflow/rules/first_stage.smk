@@ -1,26 +1,4 @@
-def retrieval_settings():
-    # Only the chosen backend's settings, so changing the other's reruns nothing.
-    r = CFG["retrieval"]
-    return {k: v for k, v in r.items() if k != "elasticsearch" or r["backend"] == "elasticsearch"}
-
-
-def retrieve_settings(w):
-    p = protocol(w.dataset)
-    keys = ("first_stage", "depth", "inject_relevant", "relevance_threshold")
-    settings = {"protocol": {k: p[k] for k in keys}}
-    if p["first_stage"] == "bm25":
-        settings["retrieval"] = retrieval_settings()
-    return as_json(settings)
-
-
-def threads_for_retrieval():
-    # bm25s scores queries on all the cores it is given (its numba backend); Snakemake caps
-    # a rule's threads at --cores, so ask for them all.
-    try:
-        cores = workflow.cores
-    except Exception:  # WorkflowError: a cluster executor has no --cores; its profile's set-threads decides
-        return 8
-    return cores or 1
+# The first stage: the BM25 index of a corpus and each query's candidates (BM25 top-k or the pool).
 
 
 rule index:

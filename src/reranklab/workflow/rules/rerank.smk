@@ -1,15 +1,15 @@
 rule rerank:
     input:
-        model="results/models/{dataset}/" + CELL_DIR + "/fold{fold}",
+        model=f"results/models/{{dataset}}/{CELL_DIR}/fold{{fold}}",
         candidates="results/first_stage/{dataset}/candidates.run",
         folds="results/splits/{dataset}/folds.json",
         queries="results/data/{dataset}/queries.tsv",
         corpus="results/data/{dataset}/corpus.parquet",
         cache=cache_for,
     output:
-        "results/runs/{dataset}/" + CELL_DIR + "/fold{fold}.run",
+        f"results/runs/{{dataset}}/{CELL_DIR}/fold{{fold}}.run",
     log:
-        "results/logs/rerank/{dataset}/" + CELL_DIR + "/fold{fold}.log",
+        f"results/logs/rerank/{{dataset}}/{CELL_DIR}/fold{{fold}}.log",
     message:
         "Re-ranking the test queries of {wildcards.dataset} fold {wildcards.fold} with {wildcards.variant}"
     threads: threads_for_models()

@@ -1,12 +1,4 @@
-def fold_files(pattern):
-    return lambda w: [pattern.format(dataset=w.dataset, cell=w.cell, fold=k) for k in folds_of(w.dataset)]
-
-
-def train_stats(w):
-    cell = Cell.parse(w.dataset, w.cell)
-    if cell.is_first_stage:
-        return []
-    return [cell.path("models", f"fold{k}", "train_stats.json") for k in folds_of(w.dataset)]
+# A cell over its folds: the folds' runs concatenated and scored, then logged to MLflow.
 
 
 rule aggregate:
@@ -54,3 +46,7 @@ rule track:
         "reranklab track --runs {input.runs} --metrics {input.metrics} --train-stats {params.stats}"
         " --cell-run {input.cell_run} --cell-metrics {input.cell_metrics} --tracking-uri {params.uri:q}"
         " --experiment {params.experiment:q} --out {output} --params {params.settings:q} > {log} 2>&1"
+
+
+onsuccess:
+    print_tracking_link()

@@ -1,14 +1,4 @@
-from reranklab.training.validation import study_dev_fraction
-
-
-def split_settings(w):
-    settings = {"protocol": {k: protocol(w.dataset)[k] for k in ("split", "folds")}, "seed": CFG["seed"]}
-    # training.validation.dev_fraction: dev-less folds hold out part of their training queries.
-    # Only when set: a study without it keeps its split job's params (nothing re-runs).
-    fraction = study_dev_fraction(CFG, CFG["grid"]["variant"])
-    if fraction:
-        settings["dev_fraction"] = fraction
-    return as_json(settings)
+# Folds: seeded k-fold cross-validation by query, or the dataset's predefined split.
 
 
 rule split:

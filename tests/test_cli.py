@@ -1,0 +1,94 @@
+"""The command line itself: --version, a help text for every option of every step (plain text,
+no reST markup), and an error said once."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import subprocess
+import sys
+
+import pytest
+
+import reranklab
+from reranklab.cli import build_parser, main
+from reranklab.workflow import SCHEMA
+from tests.conftest import tool_env
+
+MARKUP = re.compile(r"``|:(func|class|mod|data|meth|attr):`|`")
+
+
+def _subparsers() -> dict[str, argparse.ArgumentParser]:
+    parser = build_parser()
+    (sub,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    return dict(sub.choices)
+
+
+def _run(*args: str, cwd=None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "reranklab.cli", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=tool_env(),
+        timeout=120,
+    )
+
+
+def test_version(capsys):
+    with pytest.raises(SystemExit) as stopped:
+        main(["--version"])
+    assert stopped.value.code == 0
+    assert capsys.readouterr().out.strip() == f"reranklab {reranklab.__version__}"
+
+
+def test_every_option_of_every_step_has_a_help_text():
+    steps = _subparsers()
+    assert {"download", "train", "init", "validate-config", "settings-schema"} <= set(steps)
+    for name, step in steps.items():
+        for action in step._actions:
+            if isinstance(action, argparse._HelpAction):
+                continue
+            label = "/".join(action.option_strings) or action.dest
+            assert action.help, f"reranklab {name} {label}: no help text"
+        assert step.description, f"reranklab {name}: no description"
+
+
+@pytest.mark.parametrize("step", [None, *sorted(_subparsers())])
+def test_help_is_plain_text(step):
+    parser = build_parser() if step is None else _subparsers()[step]
+    text = parser.format_help()
+    assert not MARKUP.search(text), f"reST markup in `reranklab {step or ''} --help`:\n{text}"
+    assert "usage: reranklab" in text
+
+
+def test_an_error_is_said_once_on_stderr(tmp_path):
+    out = _run("validate-config", "no-such.yaml", cwd=tmp_path)
+    assert out.returncode == 2 and out.stdout == ""
+    assert out.stderr.strip().splitlines() == [
+        "reranklab validate-config: error: config file no-such.yaml does not exist"
+    ]
+
+
+def test_a_missing_input_file_is_one_line_not_a_traceback(tmp_path, capsys):
+    args = ["--run", "x.run", "--qrels", "q.txt", "--folds", "f.json", "--out", "m.json"]
+    code = main(["evaluate", *args, "--fold", "0", "--params", '{"scoring": {}}'])
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err
+    assert err.strip().splitlines()[-1].startswith("reranklab evaluate: error: [Errno 2]")
+    assert err.count("error:") == 1
+
+
+def test_params_from_a_missing_file_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as stopped:
+        main(["index", "--corpus", "c", "--out-dir", "o", "--params", "@no-such.json"])
+    err = capsys.readouterr().err
+    assert stopped.value.code == 2
+    assert "argument --params: --params @no-such.json: No such file or directory" in err
+
+
+def test_settings_schema_checks_the_packaged_schema_by_default(capsys):
+    assert main(["settings-schema", "--check"]) == 0
+    out = capsys.readouterr().out.strip()
+    assert out.endswith("params.schema.yaml is up to date")
+    assert SCHEMA.is_file() and SCHEMA.parent.parent.name == "workflow"
