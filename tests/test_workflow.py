@@ -225,7 +225,8 @@ def test_dvc_repro_reproduces_through_snakemake(tmp_path, repo, tiny_bert):
     for name in tracked:
         target = tmp_path / name
         target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(repo / name, target)
+        # follow_symlinks=False: the packaged study templates link to the checkout's files.
+        shutil.copy(repo / name, target, follow_symlinks=False)
     params = yaml.safe_load((repo / "params.yaml").read_text())
     params.update(study_config(tiny_bert, ["pointwise"]))
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
