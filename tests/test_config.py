@@ -22,6 +22,7 @@ def test_params_and_quickstart_are_valid(repo):
     assert grid(config) == [
         ("insuranceqa", "biencoder_zeroshot", 128),
         ("insuranceqa", "biencoder", 128),
+        ("insuranceqa", "pointwise", 128),
     ]
     assert load_params([repo / "params.yaml"])["training"]["encoder"] == "bert-base-uncased"
 
