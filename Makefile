@@ -13,7 +13,7 @@ export HF_HUB_OFFLINE := 1
 export HF_HUB_DISABLE_PROGRESS_BARS := 1
 export DVC_NO_ANALYTICS := 1
 
-.PHONY: install quickstart regress test lint clean
+.PHONY: install quickstart regress dvc-lock test lint clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -33,6 +33,12 @@ quickstart: install
 # regress rule writes results/regression.md without failing).
 regress: quickstart
 	$(BIN)/reranklab regress --summary results/summary.json --out results/regression.md
+
+# dvc.lock records the quick start (params.yaml's dvc.configfiles): re-record it after changing
+# the code, the rules or the configs, so that `make quickstart` leaves `dvc status` clean.
+dvc-lock: quickstart
+	$(BIN)/dvc commit --force
+	$(BIN)/dvc status
 
 # lint-imports: the import contracts of pyproject.toml (layers, no cycle); ruff: lint and format
 # checked (CI fails on unformatted code); pytest also runs the docstrings' examples of src/reranklab.

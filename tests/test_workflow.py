@@ -229,6 +229,7 @@ def test_dvc_repro_reproduces_through_snakemake(tmp_path, repo, tiny_bert):
         shutil.copy(repo / name, target, follow_symlinks=False)
     params = yaml.safe_load((repo / "params.yaml").read_text())
     params.update(study_config(tiny_bert, ["pointwise"]))
+    params["dvc"] = {"configfiles": []}  # this params.yaml's tiny study, not the quick start
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
     env = tool_env()
     for cmd in (
