@@ -108,8 +108,9 @@ def test_rows_order_columns_and_p_values(tmp_path, cells):
     with open(out_csv, newline="", encoding="utf-8") as handle:
         table = list(csv.DictReader(handle))
     header = list(table[0])
-    assert header[:8] == [
+    assert header[:9] == [
         "dataset",
+        "row",
         "variant",
         "max_length",
         "P@1",
@@ -144,14 +145,14 @@ def test_markdown_marks_and_explains(tmp_path, cells):
     lines = text.splitlines()
     assert lines[0] == "# my study"
     bertlets = next(line for line in lines if "| bertlets |" in line)
-    pointwise = next(line for line in lines if "| wikiqa | pointwise |" in line)
+    pointwise = next(line for line in lines if "| wikiqa | b | pointwise |" in line)
     bm25 = next(line for line in lines if "| bm25 |" in line)
     # bertlets: MRR = mean(0.55, 0.85, 0.60, 0.65) = 0.6625 (significant), folds 0.6725 ± 0.02.
-    assert "0.662† (0.672 ± 0.020)" in bertlets
+    assert "0.662†ᵃ (0.672 ± 0.020)" in bertlets  # beats bm25 (row a), not pointwise (b)
     assert "†" not in pointwise and "0.600 (0.610 ± 0.020)" in pointwise  # MRR 2.4 / 4
     assert "†" not in bm25 and "| – |" in bm25  # no max length
     # Single-fold rows show the value alone.
-    other = next(line for line in lines if "| other | pointwise |" in line)
+    other = next(line for line in lines if "| other | b | pointwise |" in line)
     assert "| 0.500 |" in other and "±" not in other
     assert "† p < 0.05: two-sided paired t-test" in text
     assert "wikiqa/bm25" in text and "other/pool" in text

@@ -500,6 +500,28 @@ def cmd_track_seeds(args: argparse.Namespace) -> None:
     log.info("MLflow: %s", json.dumps(out, sort_keys=True))
 
 
+def cmd_analyze(args: argparse.Namespace) -> None:
+    from reranklab.report.analyses.run import analyze
+
+    written = analyze(
+        Path(args.summary),
+        args.dataset,
+        Path(args.out_dir),
+        results=Path(args.results),
+        reference=args.reference,
+    )
+    log.info("%d figures and tables of %s written to %s", len(written), args.dataset, args.out_dir)
+
+
+def cmd_html(args: argparse.Namespace) -> None:
+    from reranklab.io import atomic_write_text
+    from reranklab.report.html import markdown_page
+
+    source = Path(args.markdown)
+    atomic_write_text(args.out, markdown_page(source.read_text(encoding="utf-8"), source.stem))
+    log.info("%s written from %s", args.out, source)
+
+
 def cmd_summarize(args: argparse.Namespace) -> None:
     from reranklab.report.summary import summarize
 
@@ -509,6 +531,9 @@ def cmd_summarize(args: argparse.Namespace) -> None:
         Path(args.out_md),
         Path(args.out_json),
         args.params["title"],
+        significance=args.params.get("significance"),
+        out_significance_csv=args.out_significance_csv,
+        out_significance_md=args.out_significance_md,
     )
     log.info("summary of %d cells written to %s", len(args.params["cells"]), args.out_md)
 
@@ -940,7 +965,36 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out-csv", required=True, help="summary.csv to write")
     p.add_argument("--out-md", required=True, help="summary.md to write")
     p.add_argument("--out-json", required=True, help="summary.json to write")
+    p.add_argument(
+        "--out-significance-csv",
+        default=None,
+        help="significance.csv to write: every pair of a dataset's rows, per measure",
+    )
+    p.add_argument(
+        "--out-significance-md", default=None, help="significance.md to write (the same, as tables)"
+    )
     params(p)
+
+    p = add(
+        "analyze",
+        cmd_analyze,
+        "the seed papers' figures and tables of one dataset of a finished study (results/report/<dataset>/)",
+    )
+    p.add_argument("--summary", default="results/summary.json", help="the study's summary.json")
+    p.add_argument("--dataset", required=True, help=_DATASET)
+    p.add_argument("--out-dir", required=True, help="folder for the dataset's figures and tables")
+    p.add_argument(
+        "--results", default="results", help="the results folder (queries, fold models' stats)"
+    )
+    p.add_argument(
+        "--reference",
+        default=None,
+        help="the base row of the per-query Δ (e.g. wikiqa/bertlets/L256); default: the first stage",
+    )
+
+    p = add("html", cmd_html, "a Markdown table file (summary.md, ...) as an HTML page")
+    p.add_argument("markdown", help="the Markdown file")
+    p.add_argument("out", help="the HTML file to write")
 
     p = add(
         "regress",

@@ -13,9 +13,16 @@ Three files, one content:
   per row, ``"<dataset>/<variant>/L<max_length>": {"P@1": ..., "MAP": ...}`` (overall values),
   which is what ``dvc metrics show`` / ``dvc metrics diff`` display (they skip lists).
 
-Significance: for every re-ranker row and measure, a two-sided paired t-test
-(``scipy.stats.ttest_rel``) of its per-query values against those of the same dataset's
-first-stage row (``bm25`` or ``pool``), paired by query.
+Significance, two marks:
+
+- ``†``: for every re-ranker row and measure, a two-sided paired t-test
+  (``scipy.stats.ttest_rel``) of its per-query values against those of the same dataset's
+  first-stage row (``bm25`` or ``pool``), paired by query, uncorrected (``<measure>_p``);
+- superscript letters, the way the papers mark them: every pair of rows of a dataset compared
+  by :mod:`reranklab.report.significance` (the study's test and correction,
+  ``report.significance``); a value carries the letters of the rows (the ``row`` column) it is
+  significantly *higher* than. Every comparison, with both tests, the effect size and a
+  bootstrap confidence interval, is in ``significance.csv`` / ``significance.md``.
 """
 
 from __future__ import annotations
@@ -25,7 +32,7 @@ import io
 import math
 import os
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +42,7 @@ from reranklab.errors import FormatError
 from reranklab.evaluation.measures import NAMES
 from reranklab.evaluation.protocol import DROP_REASONS
 from reranklab.io import atomic_write_text, read_json, write_json
+from reranklab.report.significance import Comparison, Significance, beaten, compare_rows
 
 FIRST_STAGE_VARIANTS = ("bm25", "pool")
 SIGNIFICANCE_LEVEL = 0.05
@@ -167,9 +175,48 @@ def _add_significance(
             row[f"{name}_p"] = paired_p_value([a for a, _ in pairs], [b for _, b in pairs])
 
 
+# Superscript letters of the rows of a dataset (no superscript q exists in Unicode).
+LETTERS = "abcdefghijklmnoprstuvwxyz"
+_SUPERSCRIPT = dict(zip(LETTERS, "ᵃᵇᶜᵈᵉᶠᵍʰⁱʲᵏˡᵐⁿᵒᵖʳˢᵗᵘᵛʷˣʸᶻ", strict=True))
+
+
+def _label(index: int) -> str:
+    """``a`` … ``z`` (no q), then ``a2`` …: the label of a dataset's ``index``-th row."""
+    letter = LETTERS[index % len(LETTERS)]
+    return letter if index < len(LETTERS) else f"{letter}{index // len(LETTERS) + 1}"
+
+
+def _superscript(labels: Sequence[str]) -> str:
+    if all(label in _SUPERSCRIPT for label in labels):
+        return "".join(_SUPERSCRIPT[label] for label in labels)
+    return "^" + ",".join(labels)
+
+
+def _add_grid_significance(
+    rows: list[dict[str, Any]],
+    per_query: list[dict],
+    measures: Sequence[str],
+    settings: Significance,
+) -> list[Comparison]:
+    """Label each dataset's rows (a, b, …) and list, per measure, the rows each one beats."""
+    seen: dict[str, int] = {}
+    for row in rows:
+        row["row"] = _label(seen.get(row["dataset"], 0))
+        seen[row["dataset"]] = seen.get(row["dataset"], 0) + 1
+    comparisons = compare_rows(rows, per_query, measures, settings)
+    label_of = {row["key"]: row["row"] for row in rows}
+    for row in rows:
+        for name in measures:
+            row[f"{name}_beats"] = sorted(
+                (label_of[key] for key in beaten(comparisons, row["key"], name)),
+                key=lambda label: (len(label), label),
+            )
+    return comparisons
+
+
 def _columns(measures: Sequence[str], seeded: bool = False) -> list[str]:
     return (
-        ["dataset", "variant", "max_length"]
+        ["dataset", "row", "variant", "max_length"]
         + list(measures)
         + [f"{name}_{stat}" for name in measures for stat in ("mean", "std", "p")]
         + ([f"{name}_seed_std" for name in measures] + ["n_seeds"] if seeded else [])
@@ -188,6 +235,55 @@ def _csv(rows: list[dict[str, Any]], measures: Sequence[str], seeded: bool = Fal
     return buffer.getvalue()
 
 
+def _significance_csv(comparisons: Sequence[Comparison]) -> str:
+    buffer = io.StringIO()
+    fields = list(Comparison.__dataclass_fields__)
+    writer = csv.DictWriter(buffer, fieldnames=fields, lineterminator="\n")
+    writer.writeheader()
+    for c in comparisons:
+        writer.writerow({k: ("" if v is None else v) for k, v in c.as_dict().items()})
+    return buffer.getvalue()
+
+
+def _p(value: float | None) -> str:
+    return "–" if value is None else ("< 0.0001" if value < 1e-4 else f"{value:.4f}")
+
+
+def _significance_md(
+    comparisons: Sequence[Comparison], rows: Sequence[dict[str, Any]], settings: Significance
+) -> str:
+    """Every pair of rows per dataset and measure; the reference cell's pairs first when set."""
+    label = {row["key"]: row["row"] for row in rows}
+    lines = [
+        "# Significance across the grid",
+        "",
+        f"Every pair of rows of a dataset, per measure, paired by query: {settings.describe()} "
+        f"(alpha {settings.alpha}; {settings.resamples} permutations and bootstrap resamples, "
+        f"seed {settings.seed}). Δ = mean of A − B; d = Cohen's d for paired samples; "
+        "95 % CI = percentile bootstrap of Δ; * = significant after correction.",
+        "",
+    ]
+    header = "| A | B | n | Δ | 95 % CI | d | p (t) | p (perm) | p corrected | |"
+    align = "|---|---|---:|---:|---|---:|---:|---:|---:|---|"
+    groups: dict[tuple[str, str], list[Comparison]] = {}
+    for c in comparisons:
+        groups.setdefault((c.dataset, c.measure), []).append(c)
+    for (dataset, measure), family in groups.items():
+        if settings.reference:
+            family = sorted(family, key=lambda c: settings.reference not in (c.a, c.b))
+        lines += [f"## {dataset}: {measure}", "", header, align]
+        for c in family:
+            ci = "–" if c.ci_low is None else f"[{c.ci_low:+.3f}, {c.ci_high:+.3f}]"
+            d = "–" if c.effect_size is None else f"{c.effect_size:+.2f}"
+            lines.append(
+                f"| ({label.get(c.a, '?')}) {c.a} | ({label.get(c.b, '?')}) {c.b} | {c.n} | "
+                f"{c.diff:+.4f} | {ci} | {d} | {_p(c.t_p)} | {_p(c.perm_p)} | "
+                f"{_p(c.p_corrected)} | {'*' if c.significant else ''} |"
+            )
+        lines.append("")
+    return "\n".join(lines)
+
+
 def _fmt(value: float | None) -> str:
     return "–" if value is None else f"{value:.3f}"
 
@@ -197,6 +293,8 @@ def _md_cell(row: dict[str, Any], name: str) -> str:
     p = row[f"{name}_p"]
     if p is not None and p < SIGNIFICANCE_LEVEL:
         text += DAGGER
+    if row.get(f"{name}_beats"):
+        text += _superscript(row[f"{name}_beats"])
     if row.get("n_seeds", 1) >= 2:
         return f"{text} ± {_fmt(row[f'{name}_seed_std'])}"
     if (row["n_folds"] or 0) >= 2 and row[f"{name}_mean"] is not None:
@@ -204,9 +302,10 @@ def _md_cell(row: dict[str, Any], name: str) -> str:
     return text
 
 
-def _notes(rows: list[dict[str, Any]]) -> list[str]:
-    """What the numbers mean: the spread, the † mark, and the excluded queries per dataset."""
+def _notes(rows: list[dict[str, Any]], settings: Significance | None = None) -> list[str]:
+    """What the numbers mean: the spread, the marks, and the excluded queries per dataset."""
     baselines = sorted({r["baseline"] for r in rows if r.get("baseline")})
+    settings = settings or Significance()
     notes = [
         "Each value is computed over all test queries of the dataset (the folds' held-out rankings "
         "concatenated); in parentheses, the mean ± sample standard deviation (ddof=1) of the "
@@ -214,6 +313,10 @@ def _notes(rows: list[dict[str, Any]]) -> list[str]:
         f"{DAGGER} p < {SIGNIFICANCE_LEVEL}: two-sided paired t-test over per-query values "
         "(scipy.stats.ttest_rel) against the same dataset's first-stage ranking "
         f"({', '.join(baselines) or 'none in this table'}); no correction for multiple comparisons.",
+        "Superscript letters: the value is significantly higher than that of the rows so "
+        f"labelled (column `row`) under the {settings.describe()}, every pair of a dataset's "
+        "rows compared; significance.md lists each pair with both tests, the effect size and a "
+        "bootstrap 95 % confidence interval.",
     ]
     seen: set[str] = set()
     for row in rows:
@@ -260,14 +363,22 @@ def _markdown(
     notes: list[str],
     seeded: bool = False,
 ) -> str:
-    header = ["dataset", "variant", "max length", *measures, "queries", "excluded", "folds"] + (
-        ["seeds"] if seeded else []
-    )
-    align = ["---"] * 3 + ["---:"] * (len(header) - 3)
+    header = [
+        "dataset",
+        "row",
+        "variant",
+        "max length",
+        *measures,
+        "queries",
+        "excluded",
+        "folds",
+    ] + (["seeds"] if seeded else [])
+    align = ["---"] * 4 + ["---:"] * (len(header) - 4)
     lines = [f"# {title}", "", "| " + " | ".join(header) + " |", "|" + "|".join(align) + "|"]
     for row in rows:
         cells = [
             row["dataset"],
+            row.get("row", ""),
             row["variant"],
             "–" if row["max_length"] is None else str(row["max_length"]),
         ]
@@ -290,6 +401,9 @@ def summarize(
     out_md: str | os.PathLike[str],
     out_json: str | os.PathLike[str],
     title: str,
+    significance: Mapping[str, Any] | None = None,
+    out_significance_csv: str | os.PathLike[str] | None = None,
+    out_significance_md: str | os.PathLike[str] | None = None,
 ) -> list[dict[str, Any]]:
     """Write the summary table of a study as CSV, Markdown and JSON (each atomically).
 
@@ -302,6 +416,10 @@ def summarize(
         out_md: Markdown path.
         out_json: JSON path.
         title: the study's title (heading of the Markdown, ``title`` of the JSON).
+        significance: the ``report.significance`` settings (test, correction, alpha,
+            resamples, seed, reference); ``None`` = their defaults.
+        out_significance_csv, out_significance_md: where every pairwise comparison goes
+            (:mod:`reranklab.report.significance`); ``None`` = not written.
 
     Returns:
         The rows, in table order (per dataset: first-stage rows first, then the given order).
@@ -323,10 +441,16 @@ def summarize(
     rows = [loaded[i][0] for i in order]
     per_query = [loaded[i][1] for i in order]
     _add_significance(rows, per_query, measures)
+    settings = Significance.from_settings(significance)
+    comparisons = _add_grid_significance(rows, per_query, measures, settings)
+    if out_significance_csv is not None:
+        atomic_write_text(out_significance_csv, _significance_csv(comparisons))
+    if out_significance_md is not None:
+        atomic_write_text(out_significance_md, _significance_md(comparisons, rows, settings))
 
     seeded = any(row["n_seeds"] >= 2 for row in rows)
     atomic_write_text(out_csv, _csv(rows, measures, seeded))
-    notes = _notes(rows)
+    notes = _notes(rows, settings)
     if seeded:
         notes.insert(
             1,

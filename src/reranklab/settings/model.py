@@ -95,6 +95,40 @@ class Mlflow(Section):
     )
 
 
+class SignificanceSettings(Section):
+    """How the summary compares the rows of a dataset (reranklab.report.significance)."""
+
+    test: Literal["t", "permutation"] = Field(
+        "t",
+        description="The test whose p-values mark the tables: t (two-sided paired t-test) or permutation (two-sided paired randomisation test); both are computed for every pair.",
+    )
+    correction: Literal["holm", "bonferroni", "none"] = Field(
+        "holm",
+        description="Correction for multiple comparisons, within each dataset's measure (the comparisons of one column of its table).",
+    )
+    alpha: float = Field(0.05, gt=0, lt=1, description="Level of the corrected p-values.")
+    resamples: int = Field(
+        10_000,
+        ge=100,
+        description="Permutations of the randomisation test and resamples of the bootstrap confidence interval.",
+    )
+    seed: int = Field(0, ge=0, description="Seed of the permutations and bootstrap resamples.")
+    reference: str | None = Field(
+        None,
+        description="A cell every other row of its dataset is compared with in its own column of results/significance.md (e.g. wikiqa/bertlets/L256); null = the first stage only.",
+    )
+
+
+class Report(Section):
+    """The study's tables and figures."""
+
+    significance: SignificanceSettings = Field(
+        default_factory=SignificanceSettings,
+        description="Paired tests between every pair of rows of a dataset, corrected for multiple comparisons.",
+        json_schema_extra=SECTION_DEFAULT,
+    )
+
+
 def registered(kind: str, names: Sequence[str]) -> Any:
     """A string that must be one of ``names`` (an unknown one is reported as an unknown ``kind``)."""
     known = ", ".join(names)
@@ -236,6 +270,7 @@ def study_model(
         data=_section(Data, "Where raw files come from."),
         dvc=_section(Dvc, "What `dvc repro` passes to Snakemake (read by dvc.yaml only)."),
         mlflow=_section(Mlflow, "Experiment tracking."),
+        report=_section(Report, "The study's tables and figures."),
     )
 
 

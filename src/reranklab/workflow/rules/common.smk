@@ -36,6 +36,7 @@ CFG = with_defaults(config)
 # The study folder's conda environment (a checkout's envs/; used only with --sdm conda).
 CONDA_ENV = os.path.join(workflow.basedir, "envs", "reranklab.yaml")
 SUMMARY = ["results/summary.csv", "results/summary.md", "results/summary.json"]
+SIGNIFICANCE = ["results/significance.csv", "results/significance.md"]
 # The seed axis (`seeds`): per-seed paths get a `/seed<s>` part (the {seed_dir} wildcard);
 # without it they are unchanged. With it a re-ranker cell wildcard always names its seed, so
 # results/cells/<ds>/<cell>/metrics.json is made only by aggregate_seeds (rules/seeds.smk).

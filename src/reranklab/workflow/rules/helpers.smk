@@ -167,7 +167,9 @@ def summary_settings():
         }
         for dataset, cell, variant, max_length in all_cells()
     ]
-    return as_json({"cells": cells, "title": CFG["study"]})
+    return as_json(
+        {"cells": cells, "title": CFG["study"], "significance": CFG["report"]["significance"]}
+    )
 
 
 # The matrix files that exist: a workflow run without studies/ still runs (and grades nothing).
@@ -206,3 +208,31 @@ def print_tracking_link():
         command = ui_command(record["tracking_uri"])
         print(f"MLflow: {command}, then open {link}" if command else f"MLflow: {link}")
         return
+
+
+# -- analyze (rules/analyze.smk) ---------------------------------------------------------------
+
+
+def report_item(name, caption, subcategory, item):
+    """A dataset's figure or table in the HTML report: its category is the dataset."""
+    return report(
+        f"results/report/{{dataset}}/{name}",
+        caption=f"../report/{caption}.rst",
+        category="{dataset}",
+        subcategory=subcategory,
+        labels={"item": item},
+    )
+
+
+def analysis_reference():
+    """`--reference KEY` when report.significance.reference names a cell, else nothing."""
+    reference = CFG["report"]["significance"]["reference"]
+    return f"--reference {reference}" if reference else ""
+
+
+def analysis_targets():
+    """Every figure and table of the analyses, for each dataset of the study."""
+    from reranklab.report.analyses.run import OUTPUTS
+
+    pages = [f"results/report/{page}.html" for page in ("summary", "significance", "regression")]
+    return pages + [f"results/report/{d}/{name}" for d in CFG["datasets"] for name in OUTPUTS]

@@ -9,6 +9,8 @@ rule summarize:
         csv="results/summary.csv",
         md="results/summary.md",
         json="results/summary.json",
+        significance_csv="results/significance.csv",
+        significance_md="results/significance.md",
     log:
         "results/logs/summarize/summary.log",
     message:
@@ -19,6 +21,7 @@ rule summarize:
         CONDA_ENV
     shell:
         "reranklab summarize --out-csv {output.csv} --out-md {output.md} --out-json {output.json}"
+        " --out-significance-csv {output.significance_csv} --out-significance-md {output.significance_md}"
         " --params {params.settings:q} > {log} 2>&1"
 
 

@@ -1,0 +1,71 @@
+"""Learning curves of every trained cell: the training loss per step and, with dev
+validation, the dev measure per epoch (one line per cell and fold)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from reranklab.report.analyses.figures import new_figure, save_figure, save_table
+from reranklab.report.analyses.study import StudyData
+
+
+def learning_curves(study: StudyData, dataset: str, out_dir: Path) -> list[Path]:
+    """``learning_curves.png`` (loss | dev measure) and ``learning_curves.csv`` (long form)."""
+    records = []
+    for row in study.rows(dataset):
+        for stats in study.train_stats(row):
+            for step, loss in stats.get("loss_curve") or []:
+                records.append(
+                    {
+                        "cell": row.label,
+                        "fold": stats["fold"],
+                        "kind": "loss",
+                        "step": step,
+                        "epoch": None,
+                        "value": loss,
+                    }
+                )
+            selection = stats.get("validation") or {}
+            for entry in selection.get("history") or []:
+                measure = selection.get("measure")
+                if isinstance(entry, dict) and measure in entry:
+                    records.append(
+                        {
+                            "cell": row.label,
+                            "fold": stats["fold"],
+                            "kind": f"dev {measure}",
+                            "step": entry.get("step"),
+                            "epoch": entry.get("epoch"),
+                            "value": entry[measure],
+                        }
+                    )
+    table = pd.DataFrame(records, columns=["cell", "fold", "kind", "step", "epoch", "value"])
+    figure, (loss_axes, dev_axes) = new_figure(10.0, 3.8, panels=2)
+    for (cell, fold), group in table[table["kind"] == "loss"].groupby(["cell", "fold"]):
+        loss_axes.plot(group["step"], group["value"], label=f"{cell} {fold}")
+    loss_axes.set_xlabel("step")
+    loss_axes.set_ylabel("training loss (mean of the window)")
+    loss_axes.set_title(f"{dataset}: training loss")
+    dev = table[table["kind"] != "loss"]
+    for (cell, fold, kind), group in dev.groupby(["cell", "fold", "kind"]):
+        dev_axes.plot(group["epoch"], group["value"], marker="o", label=f"{cell} {fold} {kind}")
+    dev_axes.set_xlabel("epoch")
+    dev_axes.set_title(f"{dataset}: dev measure per epoch")
+    if dev.empty:
+        dev_axes.text(
+            0.5,
+            0.5,
+            "no dev validation in this study\n(training.validation)",
+            ha="center",
+            va="center",
+            transform=dev_axes.transAxes,
+        )
+    for axes in (loss_axes, dev_axes):
+        if axes.get_legend_handles_labels()[0]:
+            axes.legend(fontsize=7)
+    return [
+        save_figure(figure, out_dir / "learning_curves.png"),
+        *save_table(table, out_dir / "learning_curves.csv", f"{dataset}: learning curves"),
+    ]

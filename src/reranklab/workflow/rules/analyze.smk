@@ -1,0 +1,73 @@
+# The seed papers' analyses of each dataset of the study (reranklab.report.analyses): figures
+# (PNG) and tables (CSV for programs and DVC plots, HTML for the report), shown by
+# `snakemake --report results/report.html` with the captions of report/*.rst.
+
+
+rule analyze:
+    input:
+        summary="results/summary.json",
+        significance="results/significance.csv",
+        queries="results/data/{dataset}/queries.tsv",
+    output:
+        methods=report_item("methods.png", "methods", "Methods compared", "MAP and MRR per cell (figure)"),
+        methods_html=report_item("methods.html", "methods", "Methods compared", "MAP and MRR per cell (table)"),
+        sweep=report_item("length_sweep.png", "length_sweep", "Max length", "MAP and MRR by max length (figure)"),
+        sweep_html=report_item("length_sweep.html", "length_sweep", "Max length", "MAP and MRR by max length (table)"),
+        chunking_html=report_item("chunking.html", "chunking", "Chunking", "chunked against BERTlets (table)"),
+        delta=report_item("query_delta.png", "query_delta", "Per query", "per-query ΔMRR, sorted (figure)"),
+        delta_html=report_item("query_delta.html", "query_delta", "Per query", "per-query ΔMRR, sorted (table)"),
+        length_html=report_item("by_query_length.html", "by_query_length", "Per query", "MRR by query length (table)"),
+        type_html=report_item("by_query_type.html", "by_query_type", "Per query", "MRR by first question word (table)"),
+        ap=report_item("ap_distribution.png", "ap_distribution", "Per query", "per-query AP per row (figure)"),
+        speed_html=report_item("training_speed.html", "training_speed", "Training", "batches/s per epoch (table)"),
+        curves=report_item("learning_curves.png", "learning_curves", "Training", "loss and dev measure (figure)"),
+        curves_html=report_item("learning_curves.html", "learning_curves", "Training", "loss and dev measure (table)"),
+        tables=[
+            f"results/report/{{dataset}}/{name}.csv"
+            for name in (
+                "methods",
+                "length_sweep",
+                "chunking",
+                "query_delta",
+                "by_query_length",
+                "by_query_type",
+                "training_speed",
+                "learning_curves",
+            )
+        ],
+    log:
+        "results/logs/analyze/{dataset}.log",
+    message:
+        "The papers' analyses of {wildcards.dataset}: methods, max-length sweep, chunking, per-query Δ, speed, learning curves"
+    params:
+        out_dir=lambda w: f"results/report/{w.dataset}",
+        reference=lambda w: analysis_reference(),
+    localrule: True
+    conda:
+        CONDA_ENV
+    shell:
+        "reranklab analyze --summary {input.summary} --dataset {wildcards.dataset:q}"
+        " --out-dir {params.out_dir:q} {params.reference} > {log} 2>&1"
+
+
+rule report_page:
+    input:
+        "results/{page}.md",
+    output:
+        report(
+            "results/report/{page}.html",
+            caption="../report/page.rst",
+            category="Summary",
+            labels={"item": "{page} (table)"},
+        ),
+    log:
+        "results/logs/report_page/{page}.log",
+    message:
+        "The study's {wildcards.page} table as an HTML page for the report"
+    wildcard_constraints:
+        page="summary|significance|regression",
+    localrule: True
+    conda:
+        CONDA_ENV
+    shell:
+        "reranklab html {input:q} {output:q} > {log} 2>&1"
