@@ -27,7 +27,9 @@ install: $(VENV)/.installed
 
 quickstart: install
 	$(BIN)/snakemake --cores $(CORES) --resources gpu=1 --configfile config/quickstart.yaml
+	$(BIN)/snakemake --cores 1 --configfile config/quickstart.yaml --report results/report.html --quiet all
 	@cat results/summary.md
+	@echo "Report (tables and figures): $(CURDIR)/results/report.html"
 
 # The quick start, then its grade against studies/*.yaml: fails on any FAIL line (the DAG's
 # regress rule writes results/regression.md without failing).

@@ -41,7 +41,9 @@ def probe(url: str, timeout: float = 30.0) -> tuple[int | None, int | None, str]
         (200, 7094233, 'HEAD')
     """
     for method, headers in (("HEAD", {}), ("GET", {"Range": "bytes=0-0"})):
-        request = urllib.request.Request(url, method=method, headers={"User-Agent": USER_AGENT, **headers})
+        request = urllib.request.Request(
+            url, method=method, headers={"User-Agent": USER_AGENT, **headers}
+        )
         try:
             with urllib.request.urlopen(request, timeout=timeout) as response:
                 return response.status, _announced_size(response), method
@@ -67,7 +69,9 @@ def main(argv: list[str] | None = None) -> int:
         for spec in dataset.files:
             if spec.url and spec.url.startswith(("http://", "https://")):
                 # An archive URL announces the archive's size; a plain file its own.
-                size = spec.archive_size if spec.member or spec.archive_size is not None else spec.size
+                size = (
+                    spec.archive_size if spec.member or spec.archive_size is not None else spec.size
+                )
                 expected.setdefault(spec.url, size)
         if not expected:
             print(f"{name}: no HTTP(S) URLs (packaged or manual files only)")
@@ -78,7 +82,9 @@ def main(argv: list[str] | None = None) -> int:
                 ok = False
                 note += f"; size {announced} != declared {size}"
             failures += not ok
-            print(f"{'OK  ' if ok else 'FAIL'} {name}: {url} status={status} size={announced} ({note})")
+            print(
+                f"{'OK  ' if ok else 'FAIL'} {name}: {url} status={status} size={announced} ({note})"
+            )
     return 1 if failures else 0
 
 

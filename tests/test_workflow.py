@@ -145,10 +145,17 @@ def test_mlflow_has_parent_and_child_runs(study):
         "select run_uuid, name from runs where experiment_id = ? and lifecycle_stage = 'active'",
         (exp_id,),
     ).fetchall()
+    study_runs = {
+        run_id
+        for (run_id,) in db.execute(
+            "select run_uuid from tags where key = 'reranklab.role' and value = 'study'"
+        )
+    }
     parents = {
         run_id: name
         for run_id, name in runs
-        if not db.execute(
+        if run_id not in study_runs
+        and not db.execute(
             "select 1 from tags where run_uuid = ? and key = 'mlflow.parentRunId'", (run_id,)
         ).fetchone()
     }
@@ -171,6 +178,81 @@ def test_mlflow_has_parent_and_child_runs(study):
         "select count(*) from params where run_uuid = ?", (next(iter(parents)),)
     ).fetchone()[0]
     assert n_params >= 10
+
+
+def test_the_report_holds_every_table_and_figure(study):
+    from reranklab.report.analyses.run import OUTPUTS
+
+    workdir, _ = study
+    report = workdir / "results/report"
+    for name in OUTPUTS:
+        assert (report / "sample" / name).stat().st_size > 0, name
+    for page in ("summary", "significance", "regression"):
+        assert "<table>" in (report / f"{page}.html").read_text()
+    significance = (workdir / "results/significance.csv").read_text().splitlines()
+    assert len(significance) == 1 + 3 * 5  # 3 pairs of rows x 5 measures
+    result = snakemake(workdir, "--report", "results/report.html")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert (workdir / "results/report.html").stat().st_size > 100_000
+
+
+def test_mlflow_holds_the_study_tables_and_the_cells_figures(study):
+    from mlflow import MlflowClient
+
+    workdir, _ = study
+    record = json.loads((workdir / "results/report/mlflow.json").read_text())
+    client = MlflowClient(f"sqlite:///{workdir / 'results/mlflow.db'}")
+    tables = {a.path for a in client.list_artifacts(record["study_run_id"], "tables")}
+    assert {"tables/summary.md", "tables/significance.csv", "tables/regression.md"} <= tables
+    report = {a.path for a in client.list_artifacts(record["study_run_id"], "report/sample")}
+    assert "report/sample/methods.png" in report
+    assert sorted(record["cell_run_ids"]) == [
+        "sample/bertlets/L64",
+        "sample/bm25",
+        "sample/pointwise/L64",
+    ]
+    cell = record["cell_run_ids"]["sample/pointwise/L64"]
+    files = {a.path for a in client.list_artifacts(cell)}
+    assert {"run.txt", "metrics.json", "figures", "model_card"} <= files
+    figures = {a.path for a in client.list_artifacts(cell, "figures")}
+    assert "figures/query_delta.png" in figures
+
+
+def _browser_or_skip() -> None:
+    from tests.browser_pages import chromium_path
+
+    pytest.importorskip("playwright.sync_api", reason="the browser tests need playwright")
+    if chromium_path() is None:
+        pytest.skip("no Chromium on PATH: apt-get install chromium (.ci/run installs it)")
+
+
+def test_the_report_shows_its_tables_and_figures_in_a_browser(study, tmp_path):
+    _browser_or_skip()
+    from tests.browser_pages import report_views
+
+    workdir, _ = study
+    if not (workdir / "results/report.html").is_file():
+        assert snakemake(workdir, "--report", "results/report.html").returncode == 0
+    seen = report_views(workdir / "results/report.html", "sample", tmp_path)
+    # The rendered summary table (not the HTML source): every row, with its values.
+    assert "bm25" in seen["summary"] and "pointwise" in seen["summary"]
+    assert "bertlets" in seen["summary"] and "MAP" in seen["summary"]
+    assert seen["figure_width"] >= 500  # the methods figure, decoded and displayed
+    for name in ("report-summary.png", "report-methods.png"):
+        assert (tmp_path / name).stat().st_size > 20_000
+
+
+def test_the_mlflow_ui_shows_the_grid_runs_in_a_browser(study, tmp_path):
+    _browser_or_skip()
+    from tests.browser_pages import mlflow_runs_view, mlflow_ui
+
+    workdir, _ = study
+    record = json.loads((workdir / "results/report/mlflow.json").read_text())
+    wanted = ["sample/pointwise/L64", "sample/bertlets/L64", "sample/bm25", "study itest"]
+    with mlflow_ui(workdir / "results/mlflow.db") as url:
+        seen = mlflow_runs_view(url, record["experiment_id"], wanted, tmp_path / "mlflow.png")
+    assert seen == dict.fromkeys(wanted, True)
+    assert (tmp_path / "mlflow.png").stat().st_size > 20_000
 
 
 def test_second_invocation_does_nothing(study):
@@ -197,6 +279,10 @@ def test_changing_one_parameter_reruns_only_its_dependents(study):
             "track": 1,
             "summarize": 1,
             "regress": 1,
+            "analyze": 1,
+            "report_page": 3,
+            "track_report": 1,
+            "collect_plots": 1,
             "all": 1,
         }
     finally:

@@ -474,6 +474,26 @@ def cmd_track(args: argparse.Namespace) -> None:
     log.info("MLflow: the study's runs are at %s", out["ui"])
 
 
+def cmd_track_report(args: argparse.Namespace) -> None:
+    from reranklab.io.report_dirs import report_dirs_of
+    from reranklab.tracking.study_report import track_study
+
+    out = track_study(
+        args.study,
+        [Path(p) for p in args.tables],
+        report_dirs_of(args.report_dirs),
+        [Path(p) for p in args.cells],
+        args.tracking_uri,
+        args.experiment,
+        Path(args.out),
+    )
+    log.info(
+        "MLflow: study run %s; figures on %d cell runs",
+        out["study_run_id"],
+        len(out["cell_run_ids"]),
+    )
+
+
 def cmd_aggregate_seeds(args: argparse.Namespace) -> None:
     from reranklab.evaluation.seeds import aggregate_seeds
 
@@ -511,6 +531,14 @@ def cmd_analyze(args: argparse.Namespace) -> None:
         reference=args.reference,
     )
     log.info("%d figures and tables of %s written to %s", len(written), args.dataset, args.out_dir)
+
+
+def cmd_collect_plots(args: argparse.Namespace) -> None:
+    from reranklab.io.report_dirs import report_dirs_of
+    from reranklab.report.plots import collect_plots
+
+    written = collect_plots(report_dirs_of(args.report_dirs), Path(args.out_dir))
+    log.info("%d plot files written to %s", len(written), args.out_dir)
 
 
 def cmd_html(args: argparse.Namespace) -> None:
@@ -991,6 +1019,33 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="the base row of the per-query Δ (e.g. wikiqa/bertlets/L256); default: the first stage",
     )
+
+    p = add(
+        "track-report",
+        cmd_track_report,
+        "log the study's tables and figures to MLflow (a study run; figures and model cards on the cell runs)",
+    )
+    p.add_argument("--study", required=True, help="the study's name")
+    p.add_argument(
+        "--tables", nargs="+", required=True, help="summary, significance, regression files"
+    )
+    p.add_argument(
+        "--report-dirs", nargs="+", required=True, help="results/report/<dataset> folders"
+    )
+    p.add_argument("--cells", nargs="+", required=True, help="the cells' mlflow.json records")
+    p.add_argument("--tracking-uri", required=True, help="the MLflow tracking URI")
+    p.add_argument("--experiment", required=True, help="the MLflow experiment (the study's)")
+    p.add_argument("--out", required=True, help="the record to write (JSON)")
+
+    p = add(
+        "collect-plots",
+        cmd_collect_plots,
+        "the study's DVC plots: every dataset's sweep and per-query tables, its figures",
+    )
+    p.add_argument(
+        "--report-dirs", nargs="+", required=True, help="results/report/<dataset> folders"
+    )
+    p.add_argument("--out-dir", required=True, help="the plots folder (results/plots)")
 
     p = add("html", cmd_html, "a Markdown table file (summary.md, ...) as an HTML page")
     p.add_argument("markdown", help="the Markdown file")

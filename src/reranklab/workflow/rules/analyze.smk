@@ -71,3 +71,48 @@ rule report_page:
         CONDA_ENV
     shell:
         "reranklab html {input:q} {output:q} > {log} 2>&1"
+
+
+rule track_report:
+    input:
+        tables=[*SUMMARY, *SIGNIFICANCE, "results/regression.md"],
+        pages=[f"results/report/{page}.html" for page in ("summary", "significance", "regression")],
+        report=analysis_files(),
+        cells=[f"results/cells/{d}/{c}/mlflow.json" for d, c, _, _ in all_cells()],
+    output:
+        "results/report/mlflow.json",
+    log:
+        "results/logs/track_report/study.log",
+    message:
+        "Logging the study's tables and figures to MLflow (a study run; figures and model cards on the cell runs)"
+    params:
+        study=CFG["study"],
+        report_dirs=[f"results/report/{d}" for d in CFG["datasets"]],
+        uri=CFG["mlflow"]["tracking_uri"],
+        experiment=CFG["mlflow"]["experiment"] or CFG["study"],
+    localrule: True
+    conda:
+        CONDA_ENV
+    shell:
+        "reranklab track-report --study {params.study:q} --tables {input.tables} {input.pages}"
+        " --report-dirs {params.report_dirs} --cells {input.cells} --tracking-uri {params.uri:q}"
+        " --experiment {params.experiment:q} --out {output} > {log} 2>&1"
+
+
+rule collect_plots:
+    input:
+        analysis_files(),
+    output:
+        tables=["results/plots/length_sweep.csv", "results/plots/query_delta.csv"],
+        figures=directory("results/plots/figures"),
+    log:
+        "results/logs/collect_plots/plots.log",
+    message:
+        "The study's DVC plots: every dataset's sweep and per-query tables, and its figures"
+    params:
+        report_dirs=[f"results/report/{d}" for d in CFG["datasets"]],
+    localrule: True
+    conda:
+        CONDA_ENV
+    shell:
+        "reranklab collect-plots --report-dirs {params.report_dirs} --out-dir results/plots > {log} 2>&1"

@@ -230,9 +230,15 @@ def analysis_reference():
     return f"--reference {reference}" if reference else ""
 
 
-def analysis_targets():
+def analysis_files():
     """Every figure and table of the analyses, for each dataset of the study."""
     from reranklab.report.analyses.run import OUTPUTS
 
+    return [f"results/report/{d}/{name}" for d in CFG["datasets"] for name in OUTPUTS]
+
+
+def analysis_targets():
+    """The report's pages, figures and tables, and their record in MLflow."""
     pages = [f"results/report/{page}.html" for page in ("summary", "significance", "regression")]
-    return pages + [f"results/report/{d}/{name}" for d in CFG["datasets"] for name in OUTPUTS]
+    plots = ["results/plots/length_sweep.csv", "results/plots/query_delta.csv"]
+    return pages + analysis_files() + plots + ["results/report/mlflow.json"]

@@ -1,0 +1,39 @@
+"""The study's DVC plots: each dataset's sweep and per-query tables concatenated, its figures
+gathered in one folder (``dvc plots show`` renders the CSVs with .dvc/plots templates and the
+PNGs as images; ``dvc plots diff`` puts two commits side by side)."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Mapping
+from pathlib import Path
+
+import pandas as pd
+
+from reranklab.io import atomic_path, atomic_write_text
+
+TABLES = ("length_sweep.csv", "query_delta.csv")
+FIGURES = ("methods.png", "length_sweep.png", "query_delta.png", "ap_distribution.png")
+
+
+def collect_plots(report_dirs: Mapping[str, Path], out_dir: Path) -> list[Path]:
+    """Write ``out_dir/{length_sweep,query_delta}.csv`` (every dataset's rows) and copy each
+    dataset's figures to ``out_dir/figures/<dataset>-<figure>.png``.
+
+    Example:
+        >>> collect_plots({"wikiqa": Path("results/report/wikiqa")}, Path("results/plots"))  # doctest: +SKIP
+    """
+    written = []
+    (out_dir / "figures").mkdir(parents=True, exist_ok=True)
+    for name in TABLES:
+        frames = [pd.read_csv(folder / name) for folder in report_dirs.values()]
+        table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+        atomic_write_text(out_dir / name, table.to_csv(index=False, lineterminator="\n"))
+        written.append(out_dir / name)
+    for dataset, folder in report_dirs.items():
+        for figure in FIGURES:
+            target = out_dir / "figures" / f"{dataset.replace('/', '_')}-{figure}"
+            with atomic_path(target) as temporary:
+                shutil.copyfile(folder / figure, temporary)
+            written.append(target)
+    return written
