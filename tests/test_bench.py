@@ -129,3 +129,63 @@ def test_peak_table():
     assert peak_bf16_tflops("NVIDIA L4") == 121.0
     assert peak_bf16_tflops("NVIDIA L40S") == 362.05
     assert peak_bf16_tflops("Tesla T4") is None  # no bf16 tensor cores
+
+
+def test_bench_measures_the_peers_on_the_same_checkpoint(tiny_bert):
+    pytest.importorskip("accelerate", reason="the Trainer peer needs accelerate")
+    pytest.importorskip("datasets", reason="the CrossEncoder peer needs datasets")
+    settings = BenchSettings(
+        "rerank",
+        "pointwise",
+        64,
+        device="cpu",
+        encoder=str(tiny_bert),
+        pairs=30,
+        eval_batch_size=8,
+        against=("trainer", "crossencoder"),
+    )
+    report = run_bench(settings, progress=False)
+    assert sorted(report["peers"]) == ["crossencoder", "trainer"]
+    for name, peer in report["peers"].items():
+        assert (
+            peer["pairs"] == report["engine"]["pairs"]
+            and peer["tokens"] == report["engine"]["tokens"]
+        )
+        # The same standard checkpoint and word pieces: the same scores as the engine's.
+        assert report["peer_max_score_difference"][name] < 1e-5
+        assert report["ratios"][name] == pytest.approx(
+            report["engine"]["pairs_per_s"] / peer["pairs_per_s"]
+        )
+    assert "ratio (engine / crossencoder pairs/s)" in format_report(report)
+
+
+def test_bench_trains_the_peers_on_the_same_pairs(tiny_bert):
+    pytest.importorskip("accelerate", reason="the Trainer peer needs accelerate")
+    pytest.importorskip("datasets", reason="the CrossEncoder peer needs datasets")
+    settings = BenchSettings(
+        "train",
+        "pointwise",
+        64,
+        device="cpu",
+        encoder=str(tiny_bert),
+        pairs=24,
+        batch_size=8,
+        against=("trainer", "crossencoder"),
+    )
+    report = run_bench(settings, progress=False)
+    for name in ("trainer", "crossencoder"):
+        peer = report["peers"][name]
+        assert peer["pairs"] == report["engine"]["pairs"] == 24
+        assert peer["steps"] == 3 and peer["pairs_per_s"] > 0
+    assert json.loads(json.dumps(report, default=str))["peers"]["trainer"]["pairs_per_s"] > 0
+
+
+def test_bench_refuses_unknown_peers_and_pairwise_variants(tiny_bert):
+    from reranklab.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="unknown peer"):
+        run_bench(BenchSettings("rerank", "pointwise", 64, encoder=str(tiny_bert), against=("x",)))
+    with pytest.raises(ConfigError, match="--variant pointwise"):
+        run_bench(
+            BenchSettings("train", "bertlets", 64, encoder=str(tiny_bert), against=("trainer",))
+        )

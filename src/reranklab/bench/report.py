@@ -111,6 +111,18 @@ def format_report(report: Mapping[str, Any]) -> str:
         f"device: {report['device']} ({device}); torch {report['torch']}, transformers {report['transformers']}",
     ]
     s = report["settings"]
+    peers = report.get("peers") or {}
+    if peers:
+        lines.append(
+            "peers: "
+            + "; ".join(
+                {
+                    "trainer": "trainer = HF Trainer (one-logit BCE, tokenised once, dynamic padding, length-grouped)",
+                    "crossencoder": "crossencoder = sentence-transformers CrossEncoder (BCE; tokenised per batch)",
+                }[name]
+                for name in peers
+            )
+        )
     if report["mode"] == "train":
         lines.append(
             f"engine:   batch {report['batch_size']}"
@@ -133,18 +145,32 @@ def format_report(report: Mapping[str, Any]) -> str:
         lines.append(
             f"baseline: batch {baseline['batch_size']}, candidate order, padded to max length, fp32, no_grad, tokenised per batch"
         )
-    header = f"{'':10s}{'pairs/s':>10s}{'tokens/s':>12s}{'computed/s':>12s}{'padding':>9s}{'seconds':>9s}"
+    header = (
+        f"{'':12s}{'pairs/s':>8s}{'tokens/s':>12s}{'computed/s':>12s}{'padding':>9s}{'seconds':>9s}"
+    )
     mfu = engine.get("mfu") is not None
     if mfu:
         header += f"{'TFLOP/s':>9s}{'MFU':>7s}"
     lines += ["", header]
-    for name, row in (("engine", engine), ("baseline", baseline)):
-        line = f"{name:10s}{row['pairs_per_s']:10.1f}{row['tokens_per_s']:12.0f}{row['padded_tokens_per_s']:12.0f}{(row['padding_fraction'] or 0):9.0%}{row['seconds']:9.1f}"
+    for name, row in (("engine", engine), ("baseline", baseline), *peers.items()):
+        padded = f"{row['padded_tokens_per_s']:12.0f}" if row["padded_tokens"] else f"{'–':>12s}"
+        padding = (
+            f"{row['padding_fraction']:9.0%}"
+            if row["padding_fraction"] is not None
+            else f"{'–':>9s}"
+        )
+        line = f"{name:12s}{row['pairs_per_s']:8.1f}{row['tokens_per_s']:12.0f}{padded}{padding}{row['seconds']:9.1f}"
         if mfu:
             line += f"{row['model_tflops_per_s']:9.1f}{row['mfu']:7.1%}"
         lines.append(line)
     lines.append("")
     lines.append(f"ratio (engine / baseline pairs/s): {report['ratio']:.2f}x")
+    for name, ratio in (report.get("ratios") or {}).items():
+        lines.append(f"ratio (engine / {name} pairs/s): {ratio:.2f}x")
+    for name, difference in (report.get("peer_max_score_difference") or {}).items():
+        lines.append(
+            f"largest score difference, engine vs {name} (same checkpoint): {difference:.2e}"
+        )
     if "ratio_with_tokenisation" in report:
         lines.append(
             f"ratio counting the engine's one-off tokenisation: {report['ratio_with_tokenisation']:.2f}x"

@@ -24,6 +24,14 @@ from reranklab.bench.engines import (
     warm_up_scoring,
 )
 from reranklab.bench.inputs import load_bench_data, rerank_pairs, training_examples
+from reranklab.bench.peers import (
+    check_peers,
+    crossencoder_rerank,
+    crossencoder_train,
+    save_start,
+    trainer_rerank,
+    trainer_train,
+)
 from reranklab.bench.report import (
     describe_device,
     format_report,
@@ -74,8 +82,11 @@ def run_bench(settings: BenchSettings, progress: bool = True) -> dict[str, Any]:
     peak = settings.peak_tflops or (
         peak_bf16_tflops(torch.cuda.get_device_name(device)) if device.type == "cuda" else None
     )
+    check_peers(list(settings.against), settings.variant)
     engine_runs: list[Measurement] = []
     baseline_runs: list[Measurement] = []
+    peer_runs: dict[str, list[Measurement]] = {name: [] for name in settings.against}
+    peer_differences: dict[str, float] = {}
     with tempfile.TemporaryDirectory(prefix="reranklab-bench-") as tmp:
         work = Path(tmp)
         data = load_bench_data(
@@ -100,6 +111,8 @@ def run_bench(settings: BenchSettings, progress: bool = True) -> dict[str, Any]:
             "transformers": transformers.__version__,
             "settings": asdict(settings),
         }
+        # The peers start from the engine's model, saved as a standard one-logit checkpoint.
+        start = save_start(model, work / "start") if settings.against else None
         if settings.mode == "train":
             del model
             gc.collect()
@@ -112,6 +125,13 @@ def run_bench(settings: BenchSettings, progress: bool = True) -> dict[str, Any]:
                 engine_runs.append(
                     engine_train(cell, columns, data, work / f"engine{repeat}", progress)
                 )
+                for name in settings.against:
+                    log.info("bench train, repeat %d/%d: %s", repeat + 1, settings.repeats, name)
+                    train_peer = trainer_train if name == "trainer" else crossencoder_train
+                    peer_runs[name].append(
+                        train_peer(start, cell, columns, data, work / f"{name}{repeat}", progress)
+                    )
+                    gc.collect()
             flops_per_token = 6.0 * non_embedding
         else:
             candidates, qids = rerank_pairs(data, settings.pairs, settings.seed)
@@ -126,6 +146,22 @@ def run_bench(settings: BenchSettings, progress: bool = True) -> dict[str, Any]:
                 log.info("bench rerank, repeat %d/%d: engine", repeat + 1, settings.repeats)
                 measured, engine_run = engine_rerank(model, cell, candidates, qids, data, progress)
                 engine_runs.append(measured)
+                for name in settings.against:
+                    log.info("bench rerank, repeat %d/%d: %s", repeat + 1, settings.repeats, name)
+                    if name == "trainer":
+                        measured, peer_run = trainer_rerank(
+                            start, cell, candidates, qids, data, work, progress
+                        )
+                    else:
+                        measured, peer_run = crossencoder_rerank(
+                            start, cell, candidates, qids, data, progress
+                        )
+                    peer_runs[name].append(measured)
+                    peer_differences[name] = max(
+                        abs(engine_run[q][p] - peer_run[q][p])
+                        for q in engine_run
+                        for p in engine_run[q]
+                    )
             # Same model, same word pieces: the scores must agree (up to padding/precision rounding).
             report["max_score_difference"] = max(
                 abs(engine_run[q][p] - baseline_run[q][p])
@@ -137,6 +173,16 @@ def run_bench(settings: BenchSettings, progress: bool = True) -> dict[str, Any]:
     report["baseline"] = summarize(baseline_runs, flops_per_token, peak)
     report["ratio"] = report["engine"]["pairs_per_s"] / report["baseline"]["pairs_per_s"]
     report["ratio_tokens"] = report["engine"]["tokens_per_s"] / report["baseline"]["tokens_per_s"]
+    report["peers"] = {
+        name: summarize(runs, flops_per_token, peak) for name, runs in peer_runs.items()
+    }
+    report["ratios"] = {
+        name: report["engine"]["pairs_per_s"] / peer["pairs_per_s"]
+        for name, peer in report["peers"].items()
+    }
+    if peer_differences:
+        # The same checkpoint and word pieces: the peers' scores must agree with the engine's.
+        report["peer_max_score_difference"] = peer_differences
     if settings.mode == "train":
         # With the one-off tokenisation counted against the engine (a cold feature cache).
         with_tokenisation = statistics.median(

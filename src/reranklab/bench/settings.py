@@ -28,6 +28,8 @@ class BenchSettings:
         mirror: the dataset mirror (env ``RERANKLAB_MIRROR`` wins).
         data_dir: an already prepared ``results/data/<dataset>`` to read instead.
         peak_tflops: the GPU's peak (overrides :data:`~reranklab.bench.report.PEAK_BF16_TFLOPS`).
+        against: the peers measured beside the engine (:data:`~reranklab.bench.peers.PEERS`:
+            ``trainer``, ``crossencoder``), on the same pairs and checkpoint.
     """
 
     mode: str
@@ -49,6 +51,7 @@ class BenchSettings:
     mirror: str | None = None
     data_dir: str | None = None
     peak_tflops: float | None = None
+    against: tuple[str, ...] = ()
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -131,6 +134,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=float,
         default=None,
         help="the GPU's dense bf16 peak, if not in the table",
+    )
+    parser.add_argument(
+        "--against",
+        type=lambda text: tuple(name for name in text.split(",") if name),
+        default=(),
+        help="peers measured beside the engine on the same pairs and checkpoint: trainer (HF "
+        "Trainer), crossencoder (sentence-transformers CrossEncoder), e.g. trainer,crossencoder",
     )
     parser.add_argument(
         "--json",
