@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -221,3 +222,70 @@ def test_snakemake_runs_four_gpu_jobs_at_once_on_four_devices(tmp_path):
         "2",
         "3",
     ]
+
+
+def test_jobs_share_a_gpu_by_slots(tmp_path):
+    """training.gpu_slots 4: two small jobs (1 and 2 slots) run on device 0 together; a third
+    that wants 2 slots, and a whole-GPU job, wait; once they are done a whole-GPU job gets it."""
+    lease = dict(devices=["0"], directory=tmp_path, slots=4)
+    with acquire_gpus(share=1, **lease) as a, acquire_gpus(share=2, **lease) as b:
+        assert a.devices == b.devices == ["0"]
+        with pytest.raises(TimeoutError):
+            acquire_gpus(share=2, timeout=0.2, poll=0.05, **lease)
+        with pytest.raises(TimeoutError):
+            acquire_gpus(timeout=0.2, poll=0.05, **lease)  # every slot: a whole GPU
+        with acquire_gpus(share=1, timeout=1, **lease) as c:  # the last free slot
+            assert c.devices == ["0"]
+    with acquire_gpus(timeout=1, **lease) as whole:
+        assert whole.devices == ["0"] and len(whole.locks) == 4
+        with pytest.raises(TimeoutError):
+            acquire_gpus(share=1, timeout=0.2, poll=0.05, **lease)
+
+
+def test_slot_shares_that_cannot_fit_are_refused(tmp_path):
+    with pytest.raises(ConfigError, match="gpu_share: 5 slot"):
+        acquire_gpus(devices=["0"], directory=tmp_path, slots=4, share=5)
+    with pytest.raises(ConfigError, match="takes whole GPUs"):
+        acquire_gpus(2, devices=["0", "1"], directory=tmp_path, slots=4, share=1)
+
+
+@pytest.mark.integration
+def test_the_rules_lease_slots(tmp_path, repo):
+    """A model job passes its lease to its step: its share of one GPU, or 0 (whole GPUs)."""
+    import yaml
+
+    for name in ("Snakefile", "params.yaml"):
+        (tmp_path / name).write_text((repo / name).read_text())
+    config = {
+        "study": "slots",
+        "datasets": ["sample"],
+        "protocol": {"sample": {"folds": 2}},
+        "grid": {"variant": ["pointwise", "dmn_lite"], "max_length": [64]},
+        "training": {"gpu_slots": 4, "device": "cpu"},
+        "variants": {"dmn_lite": {"gpu_share": 1}},
+    }
+    (tmp_path / "slots.yaml").write_text(yaml.safe_dump(config))
+    command = ["snakemake", "-n", "-p", "--cores", "2", "--resources", "gpu=4"]
+    result = subprocess.run(
+        [*command, "--configfile", "slots.yaml"],
+        cwd=tmp_path,
+        env=_env(tmp_path, count=0),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    leases = {
+        (step, variant): lease
+        for step, lease, variant in re.findall(
+            r"reranklab (train|rerank|encode) .*?--gpu-slots (\d+ --gpu-share \d+).*?(pointwise|dmn_lite)-L64",
+            result.stdout,
+        )
+    }
+    assert leases == {
+        ("train", "pointwise"): "4 --gpu-share 0",
+        ("rerank", "pointwise"): "4 --gpu-share 0",
+        ("encode", "dmn_lite"): "4 --gpu-share 1",
+        ("train", "dmn_lite"): "4 --gpu-share 1",
+        ("rerank", "dmn_lite"): "4 --gpu-share 1",
+    }, result.stdout[-3000:]

@@ -208,6 +208,12 @@ def cmd_sample(args: argparse.Namespace) -> None:
 # -- models ------------------------------------------------------------------------------------
 
 
+def _lease(args: argparse.Namespace, ddp: bool = False) -> dict[str, int | None]:
+    """The GPU slots a model job leases: its share of one GPU, or whole GPUs."""
+    share = getattr(args, "gpu_share", 0) or None
+    return {"slots": getattr(args, "gpu_slots", 1), "share": None if ddp else share}
+
+
 def cmd_train(args: argparse.Namespace) -> None:
     from reranklab.gpu import gpu_binding
     from reranklab.settings.training import training_view
@@ -224,7 +230,7 @@ def cmd_train(args: argparse.Namespace) -> None:
         return
     ddp = distributed.wants_ddp(training)
     gpus = training_view(training).gpus
-    with gpu_binding(device, gpus if ddp else 1):
+    with gpu_binding(device, gpus if ddp else 1, **_lease(args, ddp)):
         if ddp:
             distributed.launch(args.argv, gpus)
         else:
@@ -346,7 +352,7 @@ def cmd_encode(args: argparse.Namespace) -> None:
     pids = candidate_pids(candidates, test) | (
         passages_to_read(args.params, Path(args.examples)) or set()
     )
-    with gpu_binding(training.device):
+    with gpu_binding(training.device, **_lease(args)):
         meta = encode_fold(
             args.params,
             Path(args.examples),
@@ -371,7 +377,7 @@ def cmd_rerank(args: argparse.Namespace) -> None:
     training = training_view(args.params["training"])
     qids = read_folds(args.folds).fold(args.fold).test
     candidates = read_run(args.candidates)
-    with gpu_binding(training.device):
+    with gpu_binding(training.device, **_lease(args)):
         run = rerank(
             Path(args.model_dir),
             candidates,
@@ -784,6 +790,20 @@ def build_parser() -> argparse.ArgumentParser:
         p.set_defaults(func=func)
         return p
 
+    def gpu_lease(p: argparse.ArgumentParser) -> None:
+        p.add_argument(
+            "--gpu-slots",
+            type=int,
+            default=1,
+            help="slots each GPU is split into (training.gpu_slots; default 1)",
+        )
+        p.add_argument(
+            "--gpu-share",
+            type=int,
+            default=0,
+            help="slots of one GPU this job leases (training.gpu_share); 0 = a whole GPU",
+        )
+
     def params(p: argparse.ArgumentParser, required: bool = True) -> None:
         p.add_argument(
             "--params",
@@ -840,6 +860,7 @@ def build_parser() -> argparse.ArgumentParser:
     params(p)
 
     p = add("train", cmd_train, "fine-tune a re-ranker variant on one fold")
+    gpu_lease(p)
     p.add_argument("--examples", required=True, help=_EXAMPLES)
     p.add_argument("--queries", required=True, help=_QUERIES)
     p.add_argument("--corpus", required=True, help=_CORPUS)
@@ -895,6 +916,7 @@ def build_parser() -> argparse.ArgumentParser:
         cmd_encode,
         "cache a frozen encoder's features of one fold's pairs (lite variants)",
     )
+    gpu_lease(p)
     p.add_argument("--examples", required=True, help=_EXAMPLES)
     p.add_argument("--candidates", required=True, help=_CANDIDATES)
     p.add_argument("--folds", required=True, help=_FOLDS)
@@ -906,6 +928,7 @@ def build_parser() -> argparse.ArgumentParser:
     params(p)
 
     p = add("rerank", cmd_rerank, "score a fold's test candidates with a trained model")
+    gpu_lease(p)
     p.add_argument("--model-dir", required=True, help="the trained model (the train step's folder)")
     p.add_argument("--candidates", required=True, help=_CANDIDATES)
     p.add_argument("--folds", required=True, help=_FOLDS)

@@ -20,6 +20,12 @@ Inside a SLURM job (``SLURM_JOB_ID``) the locks are kept per job: SLURM already 
 job its own devices (renumbered from 0 in every job), so jobs on one node must not contend
 for "device 0"; several local Snakemake jobs inside one allocation still get different ones.
 
+Several jobs per GPU: with ``training.gpu_slots: K`` every device is K slots
+(``<device>.lock`` is slot 0, ``<device>.slot<i>.lock`` the others) and the ``gpu`` resource
+counts slots (``snakemake --resources gpu=<GPUs x K>``). A job with ``training.gpu_share: s``
+leases s free slots of one device (MiniLM or lite jobs: 1 of 4, say); a job without one, and
+every DDP job, leases all K slots of each of its devices, i.e. whole GPUs.
+
 ``RERANKLAB_GPU_COUNT=N`` pretends there are N devices (tests, or a machine where NVML cannot
 count); ``RERANKLAB_GPU_BINDING=0`` turns binding off.
 """
@@ -143,6 +149,32 @@ def _try_lock(path: Path) -> FileLock | None:
     return lock
 
 
+def slot_lock(folder: Path, device: str, slot: int) -> Path:
+    """The lock file of one slot of a device (slot 0 is the whole-device lock of old).
+
+    Example:
+        >>> slot_lock(Path("g"), "0", 0).name, slot_lock(Path("g"), "1", 2).name
+        ('0.lock', '1.slot2.lock')
+    """
+    name = re.sub(r"[^A-Za-z0-9_.-]", "_", device)
+    return folder / (f"{name}.lock" if slot == 0 else f"{name}.slot{slot}.lock")
+
+
+def _lease_slots(folder: Path, device: str, slots: int, wanted: int) -> list[FileLock] | None:
+    """``wanted`` free slots of ``device`` out of ``slots`` (all or none), without waiting."""
+    held: list[FileLock] = []
+    for slot in range(slots):
+        lock = _try_lock(slot_lock(folder, device, slot))
+        if lock is not None:
+            held.append(lock)
+            if len(held) == wanted:
+                return held
+    for lock in held:
+        with contextlib.suppress(OSError):
+            lock.release(force=True)
+    return None
+
+
 def acquire_gpus(
     n: int = 1,
     devices: Sequence[str] | None = None,
@@ -150,6 +182,8 @@ def acquire_gpus(
     environ: Mapping[str, str] | None = None,
     timeout: float | None = None,
     poll: float = 1.0,
+    slots: int = 1,
+    share: int | None = None,
 ) -> GpuLease:
     """Lease ``n`` free devices (all or none), waiting while too few are free.
 
@@ -160,16 +194,30 @@ def acquire_gpus(
         environ: the environment to read (default ``os.environ``).
         timeout: seconds to wait at most (None = as long as it takes).
         poll: seconds between attempts.
+        slots: slots per device (``training.gpu_slots``).
+        share: slots of one device this job takes (``training.gpu_share``); ``None`` = every
+            slot of each of its ``n`` devices.
 
     Raises:
-        ConfigError: fewer than ``n`` candidate devices exist.
+        ConfigError: fewer than ``n`` candidate devices exist, or a share that does not fit.
         TimeoutError: not enough devices became free within ``timeout``.
 
     Example:
         >>> with acquire_gpus(1, devices=["0", "1"], directory="/tmp/gpu-doc") as lease:
         ...     lease.devices
         ['0']
+        >>> with acquire_gpus(devices=["0"], directory="/tmp/gpu-doc2", slots=2, share=1) as a:
+        ...     with acquire_gpus(devices=["0"], directory="/tmp/gpu-doc2", slots=2, share=1) as b:
+        ...         a.devices, b.devices
+        (['0'], ['0'])
     """
+    if slots < 1 or (share is not None and not 1 <= share <= slots):
+        raise ConfigError(
+            f"training.gpu_share: {share} slot(s) of a GPU split into training.gpu_slots {slots}"
+        )
+    if share is not None and n != 1:
+        raise ConfigError("training.gpu_share: a job on several GPUs (ddp) takes whole GPUs")
+    wanted_slots = slots if share is None else share
     environ = os.environ if environ is None else environ
     candidates = list(visible_devices(environ) if devices is None else devices)
     if n > len(candidates):
@@ -189,10 +237,10 @@ def acquire_gpus(
     while True:
         lease = GpuLease([])
         for device in candidates:
-            lock = _try_lock(folder / f"{re.sub(r'[^A-Za-z0-9_.-]', '_', device)}.lock")
-            if lock is not None:
+            held = _lease_slots(folder, device, slots, wanted_slots)
+            if held is not None:
                 lease.devices.append(device)
-                lease.locks.append(lock)
+                lease.locks += held
                 if len(lease.devices) == n:
                     return lease
         # All or none: holding some while waiting for more could deadlock two DDP jobs.
@@ -238,6 +286,8 @@ def gpu_binding(
     n: int = 1,
     environ: MutableMapping[str, str] | None = None,
     timeout: float | None = None,
+    slots: int = 1,
+    share: int | None = None,
 ) -> Iterator[list[str]]:
     """Lease ``n`` devices and point ``CUDA_VISIBLE_DEVICES`` at them for the block.
 
@@ -256,7 +306,7 @@ def gpu_binding(
     previous = environ.get("CUDA_VISIBLE_DEVICES")
     # NVML and nvidia-smi number devices by PCI bus; make CUDA agree with them.
     environ.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
-    with acquire_gpus(n, environ=environ, timeout=timeout) as lease:
+    with acquire_gpus(n, environ=environ, timeout=timeout, slots=slots, share=share) as lease:
         environ["CUDA_VISIBLE_DEVICES"] = ",".join(lease.devices)
         log.info(
             "bound to GPU %s (CUDA_VISIBLE_DEVICES=%s)",

@@ -111,6 +111,17 @@ class SharedTraining(Section):
         ge=1,
         description="GPUs (DDP processes) of one training job; more than 1 needs distributed = ddp. The train rule requests this many `gpu` resources.",
     )
+    gpu_slots: Annotated[int, RUN_OPTION] = Field(
+        1,
+        ge=1,
+        le=64,
+        description="Slots each GPU is split into, so that small jobs share one: the `gpu` resource then counts slots (snakemake --resources gpu=<GPUs x gpu_slots>). 1 = one job per GPU.",
+    )
+    gpu_share: Annotated[int | None, RUN_OPTION] = Field(
+        None,
+        ge=1,
+        description="Slots of one GPU a train/encode/rerank job takes, at most gpu_slots (e.g. variants.dmn_lite.gpu_share: 1 with gpu_slots: 4); null = a whole GPU. DDP jobs take whole GPUs.",
+    )
     precision: Literal["auto", "fp32", "bf16", "fp16"] = Field(
         "auto",
         description="auto = bf16 autocast on CUDA GPUs that have it (fp16 with a GradScaler on older ones), fp32 on CPU; bf16 autocast may be asked for on CPU (fast only with AMX/AVX512-BF16); fp16 is CUDA only. Weights and optimiser state stay fp32. Used for training and re-ranking.",

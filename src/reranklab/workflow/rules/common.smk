@@ -4,6 +4,8 @@ import json
 import os
 from pathlib import Path
 
+from snakemake.exceptions import WorkflowError
+
 from reranklab.config import (
     first_stage_cell,
     grid,
@@ -129,10 +131,24 @@ def checkpoint_options(w):
     )
 
 
-def gpus_of(w):
-    """GPUs of one training job: training.gpus with distributed ddp, else 1."""
+def gpu_slots_of(w):
+    """The `gpu` resource of a model job, in slots (training.gpu_slots per GPU): its
+    training.gpu_share, else whole GPUs (training.gpus of a ddp job, else one)."""
     training = training_view(resolve_cell(CFG, w.dataset, w.variant, int(w.max_length))["training"])
-    return training.gpus if training.distributed == "ddp" else 1
+    gpus = training.gpus if training.distributed == "ddp" else 1
+    if training.gpu_share is None or training.distributed == "ddp":
+        return gpus * training.gpu_slots
+    if training.gpu_share > training.gpu_slots:
+        raise WorkflowError(
+            f"{w.variant}: training.gpu_share {training.gpu_share} is more than training.gpu_slots {training.gpu_slots}"
+        )
+    return training.gpu_share
+
+
+def gpu_options(w):
+    """How the job's GPU lease is taken (run options: changing them re-runs nothing)."""
+    training = training_view(resolve_cell(CFG, w.dataset, w.variant, int(w.max_length))["training"])
+    return RunOptions(f"--gpu-slots {training.gpu_slots} --gpu-share {training.gpu_share or 0}")
 
 
 def rerank_params(w):

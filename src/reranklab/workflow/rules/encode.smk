@@ -15,12 +15,13 @@ rule encode:
         "Encoding the training pairs and test candidates of {wildcards.dataset} fold {wildcards.fold}{wildcards.seed_dir} once with the frozen encoder of {wildcards.variant}"
     threads: threads_for_models()
     resources:
-        gpu=1,
+        gpu=gpu_slots_of,
     params:
         settings=encode_params,
+        gpu=gpu_options,
     conda:
         CONDA_ENV
     shell:
         "reranklab encode --examples {input.examples} --candidates {input.candidates} --folds {input.folds}"
         " --fold {wildcards.fold} --queries {input.queries} --corpus {input.corpus} --out-dir {output}"
-        " --threads {threads} --params {params.settings:q} > {log} 2>&1"
+        " --threads {threads} {params.gpu} --params {params.settings:q} > {log} 2>&1"

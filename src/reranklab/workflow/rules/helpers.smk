@@ -121,6 +121,7 @@ def train_options(w):
         batch = int(resolve_cell(CFG, w.dataset, w.variant, int(w.max_length))["training"]["eval_batch_size"])
         text += f" --candidates {candidates} --qrels {qrels} --folds {folds} --fold {w.fold} --eval-batch-size {batch}"
     text += tracking_options(w)  # rules/train.smk: the fold's live MLflow run
+    text += f" {gpu_options(w)}"
     return RunOptions(text)
 
 

@@ -14,15 +14,16 @@ rule rerank:
         "Re-ranking the test queries of {wildcards.dataset} fold {wildcards.fold} with {wildcards.variant}"
     threads: threads_for_models()
     resources:
-        gpu=1,
+        gpu=gpu_slots_of,
     params:
         settings=rerank_params,
+        gpu=gpu_options,
     conda:
         CONDA_ENV
     shell:
         "reranklab rerank --model-dir {input.model} --candidates {input.candidates} --folds {input.folds}"
         " --fold {wildcards.fold} --queries {input.queries} --corpus {input.corpus} --out {output}"
-        " --threads {threads} --frozen-features {input.cache} --params {params.settings:q} > {log} 2>&1"
+        " --threads {threads} {params.gpu} --frozen-features {input.cache} --params {params.settings:q} > {log} 2>&1"
 
 
 rule baseline:

@@ -15,7 +15,7 @@ rule train:
         "Fine-tuning {wildcards.variant} (max length {wildcards.max_length}) on {wildcards.dataset} fold {wildcards.fold}{wildcards.seed_dir}"
     threads: threads_for_models()
     resources:
-        gpu=gpus_of,
+        gpu=gpu_slots_of,
     params:
         settings=train_settings,
         checkpointing=train_options,
