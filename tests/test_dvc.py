@@ -32,14 +32,6 @@ OUT_DIRS = (
     "results/metrics",
     "results/cells",
     "results/report",
-    "results/plots",
-)
-
-
-# A valid 1x1 PNG (a figure stand-in).
-PNG_1PX = bytes.fromhex(
-    "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
-    "1f15c4890000000d49444154789c6360000002000154a24f5d0000000049454e44ae426082"
 )
 
 
@@ -76,18 +68,17 @@ def write_results(clone: Path, pointwise_map: float) -> None:
     """Stand-ins for what `dvc repro` leaves under results/: one file per folder, the summary."""
     for folder in OUT_DIRS:
         (clone / folder).mkdir(parents=True, exist_ok=True)
-        if folder != "results/plots":
-            (clone / folder / "part.txt").write_text(f"{folder}\n")
-    # What `dvc plots show` renders: the sweep, the per-query differences, the figures.
+        (clone / folder / "part.txt").write_text(f"{folder}\n")
+    # What `dvc plots show` renders: the sweep and the per-query differences.
     plots = clone / "results/plots"
+    plots.mkdir(parents=True, exist_ok=True)
     (plots / "length_sweep.csv").write_text(
         f"dataset,variant,max_length,MAP,MRR\nsample,pointwise,128,{pointwise_map},0.5\n"
     )
     (plots / "query_delta.csv").write_text(
         "dataset,cell,base,rank,qid,delta_MRR\nsample,pointwise-L128,bm25,1,q1,0.5\n"
     )
-    (plots / "figures").mkdir(exist_ok=True)
-    (plots / "figures/sample-methods.png").write_bytes(PNG_1PX)
+
     rows = {"sample/bm25": 0.49, "sample/pointwise/L128": pointwise_map}
     summary = {"title": "quickstart", "rows": []} | {key: {"MAP": v} for key, v in rows.items()}
     (clone / "results/summary.json").write_text(json.dumps(summary))
@@ -191,7 +182,6 @@ def test_metrics_params_and_plots_diff_between_two_commits(clone: Path) -> None:
     assert "errors" not in plots, plots
     sweep = plots["data"]["results/plots/length_sweep.csv"]
     assert sweep and sweep[0]["content"]["encoding"]["color"]["field"] == "line"
-    assert plots["data"]["results/plots/figures/sample-methods.png"][0]["type"] == "image"
     (plot,) = plots["data"]["results/summary.csv"]
     values = plot["content"]["data"]["values"]
     assert sorted((v["rev"], v["variant"], v["MAP"]) for v in values) == [

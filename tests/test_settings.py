@@ -329,7 +329,7 @@ def test_fingerprint_and_job_settings_leave_out_the_flagged_keys(repo):
     assert OPERATIONAL_KEYS == set(NOT_FINGERPRINTED_KEYS) == {*NOT_MODEL_KEYS, "threads"}
     assert (
         set(RUN_OPTION_KEYS)
-        == {"checkpoint_every", "keep_checkpoints", "delete_checkpoints"}
+        == {"checkpoint_every", "keep_checkpoints", "delete_checkpoints", "gpu_slots", "gpu_share"}
         <= set(NOT_MODEL_KEYS)
     )
     common = (repo / "src/reranklab/workflow/rules/common.smk").read_text()
