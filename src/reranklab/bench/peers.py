@@ -53,6 +53,13 @@ def _texts(keys: list[tuple[str, str]], data: BenchData) -> tuple[list[str], lis
     return [data.queries[q] for q, _ in keys], [data.corpus[p] for _, p in keys]
 
 
+def _device(cell: Mapping[str, Any]) -> str:
+    """The engine's device (``auto`` resolved as the engine resolves it: a GPU when there is one)."""
+    from reranklab.models.encoder import select_device
+
+    return str(select_device(str(cell["training"]["device"])))
+
+
 def uses_bf16(cell: Mapping[str, Any]) -> bool:
     """Whether the engine computes in bf16 under this cell's ``training.precision``."""
     from reranklab.models.encoder import select_device
@@ -77,7 +84,7 @@ def _arguments(cls: Any, cell: Mapping[str, Any], out: Path, steps: int, progres
         max_grad_norm=float(training.get("max_grad_norm") or 0.0) or 1e9,
         seed=int(cell["seed"]),
         bf16=bf16,
-        use_cpu=str(training["device"]) == "cpu",
+        use_cpu=_device(cell) == "cpu",
         logging_strategy="no",
         save_strategy="no",
         report_to=[],
@@ -165,7 +172,7 @@ def crossencoder_train(
         str(start),
         num_labels=1,
         max_length=int(cell["max_length"]),
-        device=str(cell["training"]["device"]).replace("auto", "cpu"),
+        device=_device(cell),
     )
     train = Dataset.from_dict(
         {"query": queries, "passage": passages, "label": [float(x) for x in columns["label"]]}
@@ -221,8 +228,7 @@ def crossencoder_rerank(
     import torch
     from sentence_transformers.cross_encoder import CrossEncoder
 
-    device = str(cell["training"]["device"]).replace("auto", "cpu")
-    model = CrossEncoder(str(start), max_length=int(cell["max_length"]), device=device)
+    model = CrossEncoder(str(start), max_length=int(cell["max_length"]), device=_device(cell))
     keys = _rerank_keys(candidates, qids)
     queries, passages = _texts(keys, data)
     bf16 = uses_bf16(cell)
