@@ -20,11 +20,13 @@ Example:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from reranklab.io import read_json, write_json
+from reranklab.settings.cell import Cell
 from reranklab.tracking.mlflow_tracking import (
     _retry,
     abandon_runs,
@@ -52,14 +54,27 @@ def _study_runs(client: Any, experiment_id: str, study: str) -> list[Any]:
     )
 
 
-def _model_card(record: Mapping[str, Any], results: Path) -> Path | None:
-    """The README.md of the cell's first fold model, if it trained one."""
-    dataset, _, rest = str(record.get("cell", "")).partition("/")
-    variant, _, length = rest.partition("/")
-    if not length:
+# A re-ranker cell's key (Cell.key): the dataset may hold slashes (irds:antique/test).
+CELL_KEY = re.compile(
+    r"^(?P<dataset>.+)/(?P<variant>[a-z][a-z0-9_]*)/L(?P<length>\d+)(?:/seed(?P<seed>\d+))?$"
+)
+
+
+def model_card_path(key: str, results: Path = Path("results")) -> Path | None:
+    """Where the first fold model of the cell ``key`` keeps its card; None for a first stage.
+
+    Example:
+        >>> str(model_card_path("irds:antique/test/pointwise/L128/seed3", Path("r")))
+        'r/models/irds:antique/test/pointwise-L128/seed3/fold0/README.md'
+        >>> model_card_path("wikiqa/bm25") is None
+        True
+    """
+    match = CELL_KEY.match(key)
+    if match is None:
         return None
-    card = results / "models" / dataset / f"{variant}-{length}" / "fold0" / "README.md"
-    return card if card.is_file() else None
+    seed = None if match["seed"] is None else int(match["seed"])
+    cell = Cell(match["dataset"], match["variant"], int(match["length"]), seed)
+    return Path(cell.path("models", "fold0", "README.md", root=str(results)))
 
 
 def track_study(
@@ -119,8 +134,8 @@ def track_study(
             dataset = str(record["cell"]).split("/", 1)[0]
             for figure in figures.get(dataset, []):
                 _retry(client.log_artifact, cell_run, str(figure), "figures")
-            card = _model_card(record, results)
-            if card is not None:
+            card = model_card_path(str(record["cell"]), results)
+            if card is not None and card.is_file():
                 _retry(client.log_artifact, cell_run, str(card), "model_card")
             cells[record["cell"]] = cell_run
     result = {
