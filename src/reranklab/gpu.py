@@ -169,9 +169,7 @@ def _lease_slots(folder: Path, device: str, slots: int, wanted: int) -> list[Fil
             held.append(lock)
             if len(held) == wanted:
                 return held
-    for lock in held:
-        with contextlib.suppress(OSError):
-            lock.release(force=True)
+    GpuLease([], held).release()
     return None
 
 

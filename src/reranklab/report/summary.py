@@ -29,20 +29,24 @@ from __future__ import annotations
 
 import csv
 import io
-import math
 import os
-import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from scipy.stats import ttest_rel
+import numpy as np
 
 from reranklab.errors import FormatError
 from reranklab.evaluation.measures import NAMES
 from reranklab.evaluation.protocol import DROP_REASONS
 from reranklab.io import atomic_write_text, read_json, write_json
-from reranklab.report.significance import Comparison, Significance, beaten, compare_rows
+from reranklab.report.significance import (
+    Comparison,
+    Significance,
+    beaten,
+    compare_rows,
+    t_test,
+)
 
 FIRST_STAGE_VARIANTS = ("bm25", "pool")
 SIGNIFICANCE_LEVEL = 0.05
@@ -64,7 +68,8 @@ def row_key(dataset: str, variant: str, max_length: int | None) -> str:
 
 
 def paired_p_value(values: Sequence[float], baseline: Sequence[float]) -> float | None:
-    """Two-sided paired t-test p-value of ``values`` against ``baseline`` (same query order).
+    """Two-sided paired t-test p-value of ``values`` against ``baseline`` (same query order):
+    :func:`reranklab.report.significance.t_test` of the differences.
 
     Identical samples give 1.0 (no difference at all); fewer than two pairs, or a t statistic
     scipy cannot compute, give ``None``.
@@ -75,15 +80,7 @@ def paired_p_value(values: Sequence[float], baseline: Sequence[float]) -> float 
     """
     if len(values) != len(baseline):
         raise ValueError(f"paired samples differ in length: {len(values)} vs {len(baseline)}")
-    if len(values) < 2:
-        return None
-    if all(a == b for a, b in zip(values, baseline, strict=True)):
-        return 1.0
-    with warnings.catch_warnings():
-        # Near-constant differences make scipy warn about precision; the p-value is still right.
-        warnings.simplefilter("ignore", RuntimeWarning)
-        p = float(ttest_rel(values, baseline).pvalue)
-    return None if math.isnan(p) else p
+    return t_test(np.asarray(values, dtype=float) - np.asarray(baseline, dtype=float))
 
 
 def _load_row(

@@ -44,12 +44,3 @@ def save_table(table: pd.DataFrame, path: str | os.PathLike[str], title: str) ->
     atomic_write_text(path, table.to_csv(index=False, lineterminator="\n"))
     atomic_write_text(path.with_suffix(".html"), table_page(table, title))
     return [path, path.with_suffix(".html")]
-
-
-def empty_figure(path: str | os.PathLike[str], title: str, reason: str) -> Path:
-    """A figure that says why there is nothing to plot (so every report item exists)."""
-    figure, axes = new_figure(6, 1.6)
-    axes.axis("off")
-    axes.set_title(title)
-    axes.text(0.5, 0.4, reason, ha="center", va="center", wrap=True)
-    return save_figure(figure, path)

@@ -11,6 +11,7 @@ from typing import Any
 from reranklab.errors import FormatError
 from reranklab.io import read_json
 from reranklab.io.queries import read_queries
+from reranklab.settings.cell import Cell
 
 FIRST_STAGE = ("bm25", "pool")
 
@@ -31,13 +32,9 @@ class Row:
         return self.variant in FIRST_STAGE or self.max_length is None
 
     @property
-    def cell(self) -> str:
-        """The cell's folder name (``pointwise-L128``, or ``bm25``)."""
-        return self.variant if self.max_length is None else f"{self.variant}-L{self.max_length}"
-
-    @property
     def label(self) -> str:
-        return self.variant if self.max_length is None else f"{self.variant}-L{self.max_length}"
+        """The cell's name, as its folders are named (``pointwise-L128``, or ``bm25``)."""
+        return Cell(self.dataset, self.variant, self.max_length).name
 
 
 @dataclass
@@ -101,7 +98,7 @@ class StudyData:
 
     def train_stats(self, row: Row) -> list[dict[str, Any]]:
         """The ``train_stats.json`` of each fold model of the cell (none for a first stage)."""
-        folder = self.results / "models" / row.dataset / row.cell
+        folder = self.results / "models" / row.dataset / row.label
         if row.first_stage or not folder.is_dir():
             return []
         found = []
