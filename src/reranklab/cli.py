@@ -391,6 +391,7 @@ def cmd_rerank(args: argparse.Namespace) -> None:
             feature_cache=training.feature_cache,
             dataset=args.params.get("dataset"),
             frozen_features=_frozen_features(args),
+            packing=training.packing,
         )
     write_run(
         args.out,

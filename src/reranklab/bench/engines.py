@@ -47,6 +47,7 @@ def bench_cell(settings: BenchSettings) -> dict[str, Any]:
         "micro_batch_size": settings.micro_batch_size,
         "dataloader_workers": settings.dataloader_workers,
         "gradient_checkpointing": settings.gradient_checkpointing,
+        "packing": settings.packing,
         "threads": settings.threads,
         "feature_cache": None,  # the one-off tokenisation is measured, not read from a cache
     }
@@ -244,9 +245,11 @@ def engine_rerank(
     import numpy as np
 
     from reranklab.features.batch import length_sorted_batches
+    from reranklab.features.packing import packed_if_supported
     from reranklab.models.registry import get_variant
     from reranklab.training.inference import rerank_with_model
     from reranklab.training.precision import resolve_precision
+    from reranklab.training.steps import count_tokens
 
     training = cell["training"]
     eval_batch_size = int(training["eval_batch_size"])
@@ -261,6 +264,7 @@ def engine_rerank(
         eval_batch_size,
         progress=progress,
         precision=str(training["precision"]),
+        packing=bool(training["packing"]),
     )
     _synchronize(model.device)
     seconds = time.perf_counter() - started
@@ -271,10 +275,18 @@ def engine_rerank(
     )
     lengths = np.asarray(features.lengths, dtype=np.int64)
     multiple = 8 if model.device.type == "cuda" else 1
-    padded = sum(
-        len(b) * (-(-int(lengths[b].max()) // multiple) * multiple)
-        for b in length_sorted_batches(lengths, eval_batch_size)
-    )
+    if training["packing"]:
+        # Packed rows: the cells of the batches as the engine built them.
+        packed = packed_if_supported(model, features, True)
+        padded = sum(
+            count_tokens(packed.batch(b, multiple))[1]
+            for b in length_sorted_batches(lengths, eval_batch_size)
+        )
+    else:
+        padded = sum(
+            len(b) * (-(-int(lengths[b].max()) // multiple) * multiple)
+            for b in length_sorted_batches(lengths, eval_batch_size)
+        )
     precision = resolve_precision(str(training["precision"]), model.device).name
     return Measurement(
         len(keys),

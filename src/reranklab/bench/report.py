@@ -131,8 +131,12 @@ def format_report(report: Mapping[str, Any]) -> str:
                 if report.get("micro_batch_size")
                 else ""
             )
-            + ", length-grouped, dynamic padding, "
-            f"{engine.get('precision')}, fused AdamW, tokenised once ({statistics.median(r['tokenize_seconds'] for r in engine['runs']):.2f} s, not in the time), "
+            + (
+                ", length-grouped, packed rows, "
+                if s.get("packing")
+                else ", length-grouped, dynamic padding, "
+            )
+            + f"{engine.get('precision')}, fused AdamW, tokenised once ({statistics.median(r['tokenize_seconds'] for r in engine['runs']):.2f} s, not in the time), "
             f"{s['dataloader_workers']} workers{', gradient checkpointing' if s['gradient_checkpointing'] else ''}"
         )
         lines.append(
@@ -140,7 +144,7 @@ def format_report(report: Mapping[str, Any]) -> str:
         )
     else:
         lines.append(
-            f"engine:   batch {engine['batch_size']}, sorted by length, dynamic padding, {engine.get('precision')}, inference_mode, tokenised once (in the time)"
+            f"engine:   batch {engine['batch_size']}, sorted by length, {'packed rows' if s.get('packing') else 'dynamic padding'}, {engine.get('precision')}, inference_mode, tokenised once (in the time)"
         )
         lines.append(
             f"baseline: batch {baseline['batch_size']}, candidate order, padded to max length, fp32, no_grad, tokenised per batch"

@@ -29,10 +29,14 @@ from typing import Any
 import torch
 from torch import nn
 
+from reranklab.features.packing import block_mask
 from reranklab.models.card import facts_from_directory, write_card
 from reranklab.models.encoder import encoder_inputs, load_encoder
 from reranklab.models.saved import load_encoder_model, save_classifier_model, save_encoder_model
 from reranklab.models.standard import checkpoint_problem, single_logit
+
+# Encoders whose packed batches are checked to give the padded logits (tests/test_packing.py).
+PACKABLE_ENCODERS = frozenset({"bert"})
 
 
 def _p_relevant(logits: torch.Tensor) -> torch.Tensor:
@@ -162,9 +166,12 @@ class CrossEncoderReranker(nn.Module):
         input_ids: torch.Tensor,
         attention_mask: torch.Tensor,
         token_type_ids: torch.Tensor | None = None,
+        **packed: torch.Tensor,
     ) -> torch.Tensor:
-        """Logits ``[B, num_outputs]`` of padded (query, passage) pairs."""
-        pooled = self.encode(input_ids, attention_mask, token_type_ids)
+        """Logits ``[B, num_outputs]`` of padded (query, passage) pairs, or of packed ones
+        (``packed``: ``position_ids``, ``sequence_ids``, ``cls_index``; see
+        :mod:`reranklab.features.packing`)."""
+        pooled = self.encode(input_ids, attention_mask, token_type_ids, **packed)
         # The head in fp32 even under bf16/fp16 autocast (training.precision): bf16 logits keep
         # ~3 significant digits and would turn close candidates' scores into ties.
         with torch.autocast(device_type=pooled.device.type, enabled=False):
@@ -175,15 +182,40 @@ class CrossEncoderReranker(nn.Module):
         input_ids: torch.Tensor,
         attention_mask: torch.Tensor,
         token_type_ids: torch.Tensor | None = None,
+        *,
+        position_ids: torch.Tensor | None = None,
+        sequence_ids: torch.Tensor | None = None,
+        cls_index: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        """``BERT(q, p)``: the pooled [CLS] vectors ``[B, hidden]`` of padded sequences."""
-        outputs = self.encoder(
-            **encoder_inputs(self.encoder, input_ids, attention_mask, token_type_ids)
+        """``BERT(q, p)``: the pooled [CLS] vectors ``[B, hidden]`` of padded sequences, or of
+        packed ones (one vector per pair, in ``cls_index`` order)."""
+        if cls_index is None:
+            outputs = self.encoder(
+                **encoder_inputs(self.encoder, input_ids, attention_mask, token_type_ids)
+            )
+            pooled = getattr(outputs, "pooler_output", None)
+            if pooled is None:
+                pooled = outputs.last_hidden_state[:, 0]
+            return pooled
+        if not self.supports_packing:
+            raise ValueError(f"{type(self).__name__} on this encoder does not read packed inputs")
+        inputs = encoder_inputs(self.encoder, input_ids, block_mask(sequence_ids), token_type_ids)
+        hidden = self.encoder(**inputs, position_ids=position_ids).last_hidden_state
+        first = hidden.flatten(0, 1)[cls_index]
+        pooler = getattr(self.encoder, "pooler", None)
+        # BERT's pooler reads position 0 of each sequence: give it each pair's [CLS] as one.
+        return first if pooler is None else pooler(first[:, None])
+
+    @property
+    def supports_packing(self) -> bool:
+        """Whether :meth:`encode` reads packed batches (``training.packing``): the class's own
+        forward and encode on a BERT encoder (absolute positions it takes as ``position_ids``,
+        and a 4D attention mask)."""
+        cls = type(self)
+        own = cls.forward is CrossEncoderReranker.forward and (
+            cls.encode is CrossEncoderReranker.encode
         )
-        pooled = getattr(outputs, "pooler_output", None)
-        if pooled is None:
-            pooled = outputs.last_hidden_state[:, 0]
-        return pooled
+        return own and getattr(self.encoder.config, "model_type", None) in PACKABLE_ENCODERS
 
     def scores_from_logits(self, logits: torch.Tensor) -> torch.Tensor:
         """Ranking scores ``[B]`` (float64) of logits ``[B, num_outputs]``: the margin

@@ -75,6 +75,10 @@ class SharedTraining(Section):
     length_grouping: bool = Field(
         True, description="Group training batches by length (dynamic padding is always on)."
     )
+    packing: bool = Field(
+        False,
+        description="Pack several short pairs into one row (own positions, block-diagonal attention) so no compute goes to padding; the same logits as padded batches to float rounding. Only BERT cross-encoders with a [CLS] head (pointwise, monobert, pairwise heads, MarkedBERT); other variants keep padded batches.",
+    )
     device: str = Field(
         "auto",
         pattern=r"^(auto|cpu|cuda(:[0-9]+)?)$",

@@ -23,6 +23,7 @@ from tqdm.auto import tqdm
 
 from reranklab.features.batch import length_sorted_batches, to_device
 from reranklab.features.cache import feature_cache_scope
+from reranklab.features.packing import packed_if_supported
 from reranklab.features.types import PairFeatures
 from reranklab.models.encoder import select_device, set_threads
 from reranklab.models.registry import get_variant, load_model
@@ -40,6 +41,7 @@ def score_features(
     progress: bool = True,
     desc: str = "re-rank",
     precision: Precision | None = None,
+    packing: bool = False,
 ) -> np.ndarray:
     """Raw scores of every pair of ``features`` (``float64``, in row order), longest batches first.
 
@@ -48,6 +50,8 @@ def score_features(
         features: what the variant's featurizer returned.
         batch_size: pairs per forward pass.
         precision: autocast of the forward pass (``None`` = fp32).
+        packing: pack each batch's pairs into rows (``training.packing``) when the model
+            reads packed inputs (:func:`~reranklab.features.packing.packed_if_supported`).
 
     Example:
         >>> from reranklab.models.reranker import CrossEncoderReranker
@@ -63,6 +67,7 @@ def score_features(
     if batch_size < 1:
         raise ValueError("batch_size must be at least 1")
     scores = np.zeros(len(features), dtype=np.float64)
+    features = packed_if_supported(model, features, packing)
     device = model.device
     multiple = 8 if device.type == "cuda" else None
     was_training = model.training
@@ -111,6 +116,7 @@ def rerank_with_model(
     feature_cache: str | Path | None = None,
     dataset: str | None = None,
     frozen_features: str | Path | None = None,
+    packing: bool = False,
 ) -> dict[str, dict[str, float]]:
     """:func:`rerank` with a model already loaded (and placed on its device)."""
     wanted = list(dict.fromkeys(qids))
@@ -144,6 +150,7 @@ def rerank_with_model(
         batch_size,
         progress=progress,
         precision=resolve_precision(precision, model.device),
+        packing=packing,
     )
     run: dict[str, dict[str, float]] = {}
     for qid, pid in keys:
@@ -165,6 +172,7 @@ def rerank(
     feature_cache: str | Path | None = None,
     dataset: str | None = None,
     frozen_features: str | Path | None = None,
+    packing: bool = False,
 ) -> dict[str, dict[str, float]]:
     """Score every candidate passage of each query in ``qids`` with the model in ``model_dir``.
 
@@ -185,6 +193,7 @@ def rerank(
         dataset: the dataset (the cache's folder).
         frozen_features: the fold's frozen-feature cache of ``reranklab encode``, for variants
             that read one (``VariantSpec.needs_cache``).
+        packing: ``training.packing`` (packed batches where the model reads them).
 
     Returns:
         The re-ranked run ``{qid: {pid: score}}``, higher = more relevant; each score is the
@@ -216,4 +225,5 @@ def rerank(
         feature_cache=feature_cache,
         dataset=dataset,
         frozen_features=frozen_features,
+        packing=packing,
     )

@@ -61,6 +61,7 @@ class Reranker:
         *,
         batch_size: int = 32,
         precision: str = "auto",
+        packing: bool = False,
         progress: bool = False,
     ) -> np.ndarray:
         """The ranking scores of ``(query, passage)`` text pairs, in their order.
@@ -70,6 +71,8 @@ class Reranker:
             batch_size: pairs per forward pass.
             precision: as ``training.precision`` (``auto``: bf16 autocast on a GPU that has
                 it, fp32 on CPU; ``fp32`` for full precision anywhere).
+            packing: pack short pairs into shared rows (as ``training.packing``; the same
+                scores to float rounding, less compute on pairs of mixed lengths).
             progress: show progress bars.
 
         Returns:
@@ -111,6 +114,7 @@ class Reranker:
             batch_size,
             progress=progress,
             precision=precision,
+            packing=packing,
         )
         return np.array([run[qid][pid] for qid, pid in keys], dtype=np.float64)
 

@@ -34,6 +34,7 @@ from reranklab.features.batch import (
     collator_for,
 )
 from reranklab.features.cache import feature_cache_scope
+from reranklab.features.packing import packed_if_supported
 from reranklab.io.atomic import atomic_directory
 from reranklab.io.json_io import write_json
 from reranklab.models.encoder import select_device, set_threads
@@ -376,12 +377,20 @@ def train_model(
                 batch_size=settings.eval_batch_size,
                 precision=resolve_precision(settings.precision, device),
                 frozen_features=frozen_features,
+                packing=settings.packing,
                 progress=progress,
             )
     tokenize_seconds = time.perf_counter() - tokenize_started
+    train_features = packed_if_supported(model, index, settings.packing)
+    if settings.packing:
+        packed = train_features is not index
+        log.info(
+            "training.packing: %s",
+            "packed batches" if packed else f"{spec.name} reads padded batches only (not packed)",
+        )
     collate: ExampleCollator = collator_cls.from_columns(
         columns,
-        index,
+        train_features,
         pad_to_multiple_of=8 if device.type == "cuda" else None,
         source=examples_path,
     )

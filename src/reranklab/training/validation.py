@@ -300,6 +300,7 @@ class DevScorer:
         batch_size: pairs per forward pass.
         precision: the autocast of the forward pass (:func:`resolve_precision`).
         frozen_features: the fold's frozen-feature cache (lite variants).
+        packing: ``training.packing`` (packed batches where the model reads them).
         progress: show bars.
 
     Example (skipped as a doctest: it needs a model and a dev set; ``tests/test_validation.py``
@@ -320,9 +321,11 @@ class DevScorer:
         batch_size: int,
         precision: Any = None,
         frozen_features: str | Path | None = None,
+        packing: bool = False,
         progress: bool = False,
     ) -> None:
         self.dev = dev
+        self.packing = packing
         self.batch_size = int(batch_size)
         self.precision = precision
         self.progress = progress
@@ -359,6 +362,7 @@ class DevScorer:
                 progress=self.progress,
                 desc="validate",
                 precision=self.precision,
+                packing=self.packing,
             )
         run: dict[str, dict[str, float]] = {}
         for qid, pid in self.keys:
