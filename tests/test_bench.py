@@ -189,3 +189,80 @@ def test_bench_refuses_unknown_peers_and_pairwise_variants(tiny_bert):
         run_bench(
             BenchSettings("train", "bertlets", 64, encoder=str(tiny_bert), against=("trainer",))
         )
+
+
+# -- bench-suite: runs kept as data, one table written into a Markdown file ------------------
+
+
+def test_packaged_suites_are_valid():
+    from reranklab.bench.suite import load_suite, run_settings, suite_path
+
+    for name in ("gpu", "cpu"):
+        suite = load_suite(suite_path(name))
+        settings = [run_settings(suite, run) for run in suite["runs"]]
+        assert {s.mode for s in settings} == {"train", "rerank"}
+        assert any(s.against == ("trainer", "crossencoder") for s in settings)
+        assert any(s.packing for s in settings)
+    assert {s.device for s in settings} == {"cpu"}
+
+
+def test_suite_errors_name_the_file_and_the_run(tmp_path):
+    from reranklab.bench.suite import load_suite, replace_section, suite_path
+    from reranklab.errors import ConfigError
+
+    path = tmp_path / "mine.yaml"
+    path.write_text(
+        "name: mine\nruns:\n  - {label: ok, mode: train, variant: pointwise, max_length: 32}\n  - {label: bad, mode: train, variant: pointwise, max_length: 32, batch: 4}\n"
+    )
+    with pytest.raises(
+        ConfigError, match=r"mine.yaml: runs\[1\] \(bad\): unknown field\(s\) batch"
+    ):
+        load_suite(path)
+    path.write_text("name: mine\nruns:\n  - {label: short, mode: train}\n")
+    with pytest.raises(ConfigError, match=r"runs\[0\] \(short\).*variant"):
+        load_suite(path)
+    with pytest.raises(ConfigError, match="no suite 'nope'"):
+        suite_path("nope")
+    with pytest.raises(
+        ConfigError, match="README.md: needs one line <!-- bench-suite:mine:start -->"
+    ):
+        replace_section("no markers\n", "mine", "table\n", "README.md")
+
+
+def test_suite_command_writes_its_table_between_the_markers(tiny_bert, tmp_path, capsys):
+    suite = tmp_path / "tiny.yaml"
+    suite.write_text(
+        "name: tiny\ntitle: Tiny\n"
+        f"defaults: {{variant: pointwise, max_length: 32, device: cpu, encoder: '{tiny_bert}', threads: 1}}\n"
+        "runs:\n"
+        "  - {label: train, mode: train, pairs: 16, batch_size: 4, against: [trainer]}\n"
+        "  - {label: re-rank packed, mode: rerank, pairs: 10, batch_size: 4, packing: true}\n"
+    )
+    doc = tmp_path / "BENCH.md"
+    doc.write_text(
+        "# Bench\n\nintro\n<!-- bench-suite:tiny:start -->\nold table\n<!-- bench-suite:tiny:end -->\noutro\n"
+    )
+    code = main(["bench-suite", str(suite), "--update", str(doc), "--json", str(tmp_path / "json")])
+    assert code == 0
+    text = doc.read_text()
+    assert text.startswith("# Bench\n\nintro\n<!-- bench-suite:tiny:start -->\nTiny: ")
+    assert text.endswith("<!-- bench-suite:tiny:end -->\noutro\n") and "old table" not in text
+    rows = [line for line in text.splitlines() if line.startswith("| ")]
+    assert (
+        rows[0].startswith("| run | precision | engine pairs/s |")
+        and "HF `Trainer` pairs/s" in rows[0]
+    )
+    assert rows[1].startswith("| train | fp32 |") and rows[1].endswith("× |")
+    assert rows[2].startswith("| re-rank packed | fp32 |") and rows[2].endswith("| – | – |")
+    assert sorted(p.name for p in (tmp_path / "json").iterdir()) == [
+        "00-train.json",
+        "01-re-rank-packed.json",
+    ]
+    assert json.loads((tmp_path / "json" / "01-re-rank-packed.json").read_text())["settings"][
+        "packing"
+    ]
+    assert "| train | fp32 |" in capsys.readouterr().out
+    # Missing markers are found before anything is measured.
+    doc.write_text("no markers\n")
+    assert main(["bench-suite", str(suite), "--update", str(doc)]) == 2
+    assert "bench-suite:tiny:start" in capsys.readouterr().err

@@ -722,6 +722,12 @@ def cmd_bench(args: argparse.Namespace) -> None:
     command(args)
 
 
+def cmd_bench_suite(args: argparse.Namespace) -> None:
+    from reranklab.bench.suite import command
+
+    command(args)
+
+
 def cmd_bench_data(args: argparse.Namespace) -> None:
     from reranklab.bench.data import command
 
@@ -1243,6 +1249,15 @@ def build_parser() -> argparse.ArgumentParser:
         "engine vs the naive Hugging Face loop on the same data and model: pairs/s, tokens/s, ratio",
     )
     bench_arguments(p)
+
+    from reranklab.bench.suite import add_arguments as bench_suite_arguments
+
+    p = add(
+        "bench-suite",
+        cmd_bench_suite,
+        "run a list of bench runs kept as data (gpu, cpu, or a .yaml) and write their Markdown table, e.g. into BENCHMARKS.md",
+    )
+    bench_suite_arguments(p)
 
     from reranklab.bench.data import add_arguments as bench_data_arguments
 
