@@ -146,7 +146,7 @@ def _step_gradients(
         0.0,
         cpu,
     )
-    loss = run_step(StepCollator(collate, micro)(list(range(len(collate)))))
+    loss = float(run_step(StepCollator(collate, micro)(list(range(len(collate))))))
     return loss, {name: p.grad.clone() for name, p in model.named_parameters()}
 
 
@@ -463,3 +463,45 @@ def test_non_embedding_parameters(toy_bert):
         == sum(p.numel() for p in model.parameters()) - embeddings
         > 0
     )
+
+
+def test_step_losses_are_read_from_the_device_in_batches_not_every_step(
+    still_bert, tmp_path, monkeypatch
+):
+    """No host sync per step: losses stay on the device until a log line, curve point,
+    checkpoint or epoch end needs them, then are read together, every one of them, in order."""
+    from reranklab.training import steps as steps_module
+
+    reads: list[int] = []
+    original = steps_module.PendingLosses.flush
+
+    def counting_flush(self):
+        if len(self):
+            reads.append(len(self))
+        original(self)
+
+    monkeypatch.setattr(steps_module.PendingLosses, "flush", counting_flush)
+    seen: list[tuple[int, float]] = []
+
+    class Callback:
+        def on_step(self, step, epoch, loss, lr):
+            seen.append((step, loss))
+
+        def __getattr__(self, name):  # the other hooks: nothing to record
+            return lambda *args: None
+
+    examples = write_examples(tmp_path / "examples.parquet", "pointwise")
+    stats = train_model(
+        toy_cell("pointwise", still_bert, epochs=8, batch_size=1, learning_rate=1e-4),
+        examples,
+        QUERIES,
+        CORPUS,
+        tmp_path / "model",
+        progress=False,
+        callback=Callback(),
+    )
+    steps = stats["steps"]
+    assert steps >= 200 and sum(reads) == steps  # every loss read once
+    assert len(reads) <= steps // 2  # ... in far fewer device syncs than steps
+    assert [step for step, _ in seen] == list(range(1, steps + 1))  # in step order
+    assert stats["mean_loss"] == pytest.approx(sum(loss for _, loss in seen) / steps)

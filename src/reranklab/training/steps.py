@@ -186,7 +186,7 @@ class StepRunner:
         >>> loss = lambda batch: model(batch["x"]).pow(2).mean()
         >>> run_step = StepRunner(model, loss, torch.optim.SGD(model.parameters(), lr=0.1), resolve_precision("fp32", cpu), 0.0, cpu)
         >>> step = StepCollator(lambda rows: {"x": torch.ones(len(rows), 1)}, micro_batch_size=1)([0, 1])
-        >>> run_step(step), round(model.weight.item(), 3)  # mean loss 1.0; gradient 2 w = 2
+        >>> float(run_step(step)), round(model.weight.item(), 3)  # mean loss 1.0; gradient 2 w = 2
         (1.0, 0.8)
     """
 
@@ -208,8 +208,10 @@ class StepRunner:
         self.max_grad_norm = float(max_grad_norm or 0.0)
         self.device = device
 
-    def __call__(self, step: StepBatch) -> float:
-        """Run the step; returns its loss (the mean over its examples)."""
+    def __call__(self, step: StepBatch) -> torch.Tensor:
+        """Run the step; returns its loss (the mean over its examples) as a 0-d tensor on the
+        device: reading it as a float waits for the device, so the caller reads many at once
+        (:class:`PendingLosses`)."""
         self.optimizer.zero_grad(set_to_none=True)
         total = None
         for examples, batch in step.micro:
@@ -227,7 +229,56 @@ class StepRunner:
             self.scaler.update()
         else:
             self.optimizer.step()
-        return float(total) if total is not None else float("nan")
+        return total if total is not None else torch.tensor(float("nan"))
+
+
+class PendingLosses:
+    """Step losses left on the device until they are needed, then read in one transfer.
+
+    ``float(loss)`` after every step makes the host wait for the device, so the next step's
+    kernels are only queued once the GPU has gone idle. The trainer adds each step's loss here
+    and flushes when a value is needed (a log line, a loss-curve point, a checkpoint, an epoch
+    end): one host sync per flush. Each value is checked to be finite and handed to
+    ``on_value(step, epoch, value, lr)`` in step order, as if it had been read at once.
+
+    Example:
+        >>> seen = []
+        >>> pending = PendingLosses(lambda *args: seen.append(args))
+        >>> pending.add(0, 1, torch.tensor(0.5), 1e-5); pending.add(1, 1, torch.tensor(0.25), 1e-5)
+        >>> pending.flush(); seen
+        [(0, 1, 0.5, 1e-05), (1, 1, 0.25, 1e-05)]
+        >>> pending.add(2, 1, torch.tensor(float("nan")), 1e-5); pending.flush()
+        Traceback (most recent call last):
+        ...
+        FloatingPointError: training loss became nan at step 2 (lower training.learning_rate?)
+    """
+
+    def __init__(self, on_value: Callable[[int, int, float, float], None]) -> None:
+        self.on_value = on_value
+        self._steps: list[tuple[int, int, float]] = []
+        self._losses: list[torch.Tensor] = []
+
+    def __len__(self) -> int:
+        return len(self._steps)
+
+    def add(self, step: int, epoch: int, loss: torch.Tensor, lr: float) -> None:
+        """Keep ``loss`` (0-d, on any device) of optimiser step ``step`` (0-based) for later."""
+        self._steps.append((step, epoch, lr))
+        self._losses.append(loss.detach().float())
+
+    def flush(self) -> None:
+        """Read every kept loss (one device sync) and pass each on, oldest first."""
+        if not self._steps:
+            return
+        values = torch.stack(self._losses).tolist()
+        steps = self._steps
+        self._steps, self._losses = [], []
+        for (step, epoch, lr), value in zip(steps, values, strict=True):
+            if not math.isfinite(value):
+                raise FloatingPointError(
+                    f"training loss became {value} at step {step} (lower training.learning_rate?)"
+                )
+            self.on_value(step, epoch, value, lr)
 
 
 def enable_gradient_checkpointing(model: nn.Module) -> bool:

@@ -46,6 +46,7 @@ from reranklab.training.determinism import configure_determinism, training_threa
 from reranklab.training.precision import resolve_precision
 from reranklab.training.state import Checkpointer, NoCheckpointer, TrainState
 from reranklab.training.steps import (
+    PendingLosses,
     StepCollator,
     StepRunner,
     accumulation_steps,
@@ -70,10 +71,12 @@ class TrainingCallback(Protocol):
     """What :func:`train_model` reports while it trains (e.g. to MLflow:
     :class:`reranklab.tracking.live.LiveRun`).
 
-    Every value handed over is a Python number the loop already holds on the CPU (the step's
-    loss, which it reads for its log and its finiteness check, and the scheduler's learning
-    rate): a callback adds no device synchronisation. A hook should only record and return;
-    slow work (writing to a store) belongs in its own thread.
+    Every value handed over is a Python number the loop already holds on the CPU: the step
+    losses come in bursts, each time the loop reads its pending losses from the device in one
+    transfer (:class:`~reranklab.training.steps.PendingLosses`: at log lines, loss-curve
+    points, checkpoints and epoch ends), in step order; the learning rate is the scheduler's.
+    A callback adds no device synchronisation. A hook should only record and return; slow
+    work (writing to a store) belongs in its own thread.
     """
 
     def on_train_begin(self, info: Mapping[str, Any]) -> None:
@@ -460,6 +463,15 @@ def train_model(
     run_step = StepRunner(
         model, loss_fn, optimizer, precision, max_grad_norm, device, scaler=state.scaler
     )
+
+    def record_loss(step: int, epoch: int, value: float, lr: float) -> None:
+        state.losses.append(value)
+        if callback is not None:
+            callback.on_step(step + 1, epoch, value, lr)
+
+    pending = PendingLosses(record_loss)
+    # The checkpointer's own interval (a checkpoint holds the losses so far).
+    checkpoint_every = int(getattr(checkpointer, "every", 0) or 0)
     step_collate = StepCollator(collate, micro_batch_size)
     workers = settings.dataloader_workers
     model.train()
@@ -502,26 +514,26 @@ def train_model(
             steps = iter(steps)
         for step_in_epoch, step in enumerate(steps, start=state.step_in_epoch):
             rows = batches[step_in_epoch]
-            loss_value = run_step(
-                step
-            )  # forward/backward of each micro batch, clip, optimiser step
+            # Forward/backward of each micro batch, clip, optimiser step; the loss stays on the
+            # device until a flush below reads the pending ones together.
+            loss = run_step(step)
             scheduler.step()
+            pending.add(state.global_step, epoch + 1, loss, scheduler.get_last_lr()[0])
             tokens_trained += step.tokens
             tokens_padded += step.padded_tokens
-            if not math.isfinite(loss_value):
-                raise FloatingPointError(
-                    f"training loss became {loss_value} at step {state.global_step} (lower training.learning_rate?)"
-                )
-            state.losses.append(loss_value)
             state.step_in_epoch = step_in_epoch + 1
             state.global_step += 1
             pairs_trained += len(rows) * collate.pairs_per_example
             bar.update(1)
             status.update(1, items=len(rows) * collate.pairs_per_example)
-            if callback is not None:  # floats already on the host: no device sync
-                callback.on_step(
-                    state.global_step, epoch + 1, loss_value, scheduler.get_last_lr()[0]
-                )
+            if (
+                state.global_step % curve_every == 0
+                or state.global_step % log_every == 0
+                or state.global_step == total_steps
+                or state.step_in_epoch == steps_per_epoch
+                or (checkpoint_every > 0 and state.global_step % checkpoint_every == 0)
+            ):
+                pending.flush()  # the one host sync of these steps
             if state.global_step % curve_every == 0 or state.global_step == total_steps:
                 window = state.losses[-curve_every:]
                 loss_curve.append([state.global_step, sum(window) / len(window)])
@@ -550,6 +562,7 @@ def train_model(
                 dev_measures = selector.history[-1] if selector and selector.history else None
                 callback.on_epoch_end(epoch + 1, state.global_step, dev_measures)
             checkpointer.step_done(state)
+        pending.flush()
         state.step_in_epoch = 0
         epoch_seconds = (
             time.perf_counter() - epoch_started - (validation_seconds - validation_before)
