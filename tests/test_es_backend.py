@@ -868,10 +868,11 @@ def test_live_parity_with_bm25s_on_sample(live_prefix, tmp_path):
         work_dir=tmp_path / "work",
     )
     print(format_parity(result))
-    # Same formula, stop words and stemmer: what differs is tokenisation at the edges and
-    # Lucene's lossy length norms (README, "Large collections").
-    assert result["overlap"][10] >= 0.8
-    assert abs(result["map"]["difference"]) <= 0.02
+    # The bm25s defaults imitate Lucene's English analyzer and one-byte norms: against Lucene
+    # 9.9 itself they give the same top 10 on sample (tests/test_lucene_parity.py), so a
+    # cluster may differ only by its Lucene version's analysis at the edges.
+    assert result["overlap"][10] >= 0.99
+    assert abs(result["map"]["difference"]) <= 0.002
 
 
 def test_index_and_retrieve_steps_on_the_elasticsearch_backend(cluster, corpus_path, tmp_path):

@@ -21,7 +21,17 @@ from reranklab.retrieval import bm25s_backend, get_backend, inject_relevant, poo
 from reranklab.retrieval.analyzer import Analyzer
 from reranklab.retrieval.streamed_index import build_streamed_index
 
-SETTINGS = {"backend": "bm25s", "k1": 0.9, "b": 0.4, "stemmer": "english", "stopwords": "en"}
+# bm25s' own analysis and exact lengths, so the index can be checked against bm25s used directly
+# (the defaults, Lucene's analysis and norms, are checked against Lucene in test_lucene_parity.py).
+SETTINGS = {
+    "backend": "bm25s",
+    "k1": 0.9,
+    "b": 0.4,
+    "tokenizer": "bm25s",
+    "stemmer": "english",
+    "stopwords": "en",
+    "length_norms": "exact",
+}
 CORPUS = {
     "p1": "Bake the bread in a hot oven for thirty minutes.",
     "p2": "Bread baking needs flour, water, yeast and salt; baking bread is easy.",

@@ -18,8 +18,11 @@ Memory is one chunk, the vocabulary and the pages of the output the kernel keeps
 no shards are needed, since a single index is scored with the global statistics by
 construction. The weights are computed with bm25s' own formula and operation order (float64
 arithmetic, the idf rounded to float32 first, the product rounded to float32), so the arrays
-are bit for bit those of ``bm25s.BM25(method="lucene").index(...)``; bm25s loads the folder
-(``BM25.load(..., mmap=True)``) like one it saved.
+are bit for bit those of ``bm25s.BM25(method="lucene").index(...)`` with
+``retrieval.length_norms: exact`` (and ``tokenizer: bm25s``); bm25s loads the folder
+(``BM25.load(..., mmap=True)``) like one it saved. With ``length_norms: lucene`` (the default)
+each passage's length is first rounded as Lucene's one-byte norm stores it
+(:func:`lucene_norm_lengths`), so the scores are those of Lucene, Elasticsearch and Anserini.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ INDPTR_FILE = "indptr.csc.index.npy"
 VOCAB_FILE = "vocab.index.json"
 PARAMS_FILE = "params.index.json"
 PIDS_FILE = "pids.npy"  # the passage ids in index order (UTF-8, fixed width: memory-mapped)
+LENGTH_NORMS = ("lucene", "exact")
 
 
 def _chunk_triples(ids: np.ndarray, lengths: np.ndarray, first_doc: int):
@@ -71,6 +75,42 @@ def lucene_idf(df: np.ndarray, passages: int) -> np.ndarray:
     return idf[inverse]
 
 
+# Lucene's SmallFloat: document lengths are stored in one byte, exact below 24 terms, then
+# with 4 significant bits (a length of 100 is scored as 96). BM25Similarity scores with the
+# decoded length and the exact average.
+_FREE_VALUES = 24  # 255 - SmallFloat.longToInt4(Integer.MAX_VALUE)
+
+
+def _long_to_int4(value: int) -> int:
+    bits = value.bit_length()
+    if bits < 4:
+        return value
+    shift = bits - 4
+    return ((value >> shift) & 0x07) | ((shift + 1) << 3)
+
+
+def _int4_to_long(value: int) -> int:
+    bits, shift = value & 0x07, (value >> 3) - 1
+    return bits if shift == -1 else (bits | 0x08) << shift
+
+
+def lucene_norm_lengths(lengths: np.ndarray) -> np.ndarray:
+    """Each length as Lucene scores it: ``byte4ToInt(intToByte4(length))`` (its one-byte norm).
+
+    Example:
+        >>> lucene_norm_lengths(np.array([3, 23, 24, 25, 100, 1000])).tolist()
+        [3, 23, 24, 25, 96, 984]
+    """
+    values, inverse = np.unique(np.asarray(lengths, dtype=np.int64), return_inverse=True)
+    decoded = [
+        int(v)
+        if v < _FREE_VALUES
+        else _FREE_VALUES + _int4_to_long(_long_to_int4(int(v) - _FREE_VALUES))
+        for v in values
+    ]
+    return np.asarray(decoded, dtype=np.int64)[inverse].reshape(np.shape(lengths))
+
+
 def lucene_weights(
     idf: np.ndarray, tf: np.ndarray, length: np.ndarray, avg_length: float, k1: float, b: float
 ) -> np.ndarray:
@@ -95,7 +135,7 @@ def build_streamed_index(
     Args:
         chunks: lists of (pid, text), in corpus order (:func:`reranklab.io.iter_corpus`).
         out_dir: a new folder; the caller renames it into place when this returns.
-        settings: the ``retrieval`` block (k1, b, stemmer, stopwords).
+        settings: the ``retrieval`` block (k1, b, tokenizer, stemmer, stopwords, length_norms).
         total: the number of passages, for the progress bar only.
 
     Returns:
@@ -107,6 +147,11 @@ def build_streamed_index(
     import bm25s
 
     k1, b = float(settings["k1"]), float(settings["b"])
+    norms = settings.get("length_norms") or "lucene"
+    if norms not in LENGTH_NORMS:
+        raise ValueError(
+            f"retrieval.length_norms: {norms!r} is not one of {', '.join(LENGTH_NORMS)}"
+        )
     analyzer = Analyzer(settings)
     spill = out_dir / "spill"
     spill.mkdir(parents=True)
@@ -132,7 +177,10 @@ def build_streamed_index(
     length = np.concatenate(lengths)
     del lengths
     # bm25s: np.array(lengths).mean(); the int sum is exact, so this is the same float64.
+    # Lucene's average is of the exact lengths too (sumTotalTermFreq / docCount).
     avg_length = int(length.sum(dtype=np.int64)) / passages
+    if norms == "lucene":
+        length = lucene_norm_lengths(length)
     idf = lucene_idf(df, passages)
     indptr = np.zeros(len(df) + 1, dtype=np.int64)
     np.cumsum(df, out=indptr[1:])

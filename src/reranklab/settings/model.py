@@ -48,13 +48,21 @@ class Retrieval(Section):
     )
     k1: float = Field(0.9, ge=0, description="BM25 term-frequency saturation.")
     b: float = Field(0.4, ge=0, le=1, description="BM25 length normalisation.")
+    tokenizer: Literal["lucene", "bm25s"] = Field(
+        "lucene",
+        description="How the bm25s backend cuts texts into words: lucene (Lucene's StandardTokenizer and English possessive filter, as the elasticsearch backend and Anserini; Porter leaves words of 1-2 characters alone) or bm25s (bm25s.tokenize's \\w\\w+ words).",
+    )
     stemmer: str | None = Field(
-        "english",
-        description="PyStemmer algorithm for queries and passages of the bm25s backend (english: Snowball's Porter2, the default every measured number so far used; porter: Porter, as Lucene's EnglishAnalyzer and the elasticsearch backend stem; null = no stemming).",
+        "porter",
+        description="PyStemmer algorithm for queries and passages of the bm25s backend (porter: Porter, as Lucene's EnglishAnalyzer and the elasticsearch backend stem; english: Snowball's Porter2; null = no stemming).",
     )
     stopwords: str | None = Field(
         "en",
         description="bm25s stopword list of the bm25s backend (en: Lucene's 33 English stop words, as EnglishAnalyzer; null = keep all tokens).",
+    )
+    length_norms: Literal["lucene", "exact"] = Field(
+        "lucene",
+        description="Passage lengths as the bm25s backend scores them: lucene (rounded as Lucene's one-byte norms store them, exact below 24 terms: the scores of Lucene, Elasticsearch and Anserini) or exact (bm25s' own).",
     )
     elasticsearch: EsSettings = Field(
         default_factory=EsSettings,
