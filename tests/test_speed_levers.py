@@ -505,3 +505,35 @@ def test_step_losses_are_read_from_the_device_in_batches_not_every_step(
     assert len(reads) <= steps // 2  # ... in far fewer device syncs than steps
     assert [step for step, _ in seen] == list(range(1, steps + 1))  # in step order
     assert stats["mean_loss"] == pytest.approx(sum(loss for _, loss in seen) / steps)
+
+
+def test_compiled_encoders_train_and_score_as_the_eager_ones(still_bert, tmp_path):
+    """training.compile: the same model and scores (to float rounding), saved as the eager one."""
+    from reranklab.models.registry import load_model
+    from reranklab.training.compile import compile_encoders
+
+    examples = write_examples(tmp_path / "examples.parquet", "pointwise")
+    settings = {"epochs": 1, "learning_rate": 1e-3, "batch_size": 8, "precision": "fp32"}
+    runs = {}
+    for compiled in (False, True):
+        out = tmp_path / f"compile-{compiled}"
+        train_model(
+            toy_cell("pointwise", still_bert, compile=compiled, **settings),
+            examples,
+            QUERIES,
+            CORPUS,
+            out,
+            progress=False,
+        )
+        runs[compiled] = rerank(
+            out, candidates(), QIDS, QUERIES, CORPUS, batch_size=16, device="cpu",
+            progress=False, compile_model=compiled,
+        )  # fmt: skip
+    for qid in QIDS:
+        for pid, score in runs[False][qid].items():
+            assert runs[True][qid][pid] == pytest.approx(score, abs=1e-4), (qid, pid)
+    # Compiled in place: the saved parameters keep their names, so the folder loads eagerly.
+    eager = load_model(tmp_path / "compile-True")
+    assert not any("_orig_mod" in name for name in eager.state_dict())
+    with pytest.raises(ConfigError, match="has no pre-trained encoder to compile"):
+        compile_encoders(torch.nn.Linear(2, 2))

@@ -392,6 +392,7 @@ def cmd_rerank(args: argparse.Namespace) -> None:
             dataset=args.params.get("dataset"),
             frozen_features=_frozen_features(args),
             packing=training.packing,
+            compile_model=training.compile,
         )
     write_run(
         args.out,

@@ -48,6 +48,7 @@ def bench_cell(settings: BenchSettings) -> dict[str, Any]:
         "dataloader_workers": settings.dataloader_workers,
         "gradient_checkpointing": settings.gradient_checkpointing,
         "packing": settings.packing,
+        "compile": settings.compile,
         "threads": settings.threads,
         "feature_cache": None,  # the one-off tokenisation is measured, not read from a cache
     }
@@ -233,6 +234,20 @@ def baseline_train(
     )
 
 
+def _compiled_copy(model: Any) -> Any:
+    """A compiled copy of ``model``, made once per model (repeats reuse its compiled code)."""
+    import copy
+
+    from reranklab.training.compile import compile_encoders
+
+    compiled = getattr(model, "_bench_compiled", None)
+    if compiled is None:
+        compiled = copy.deepcopy(model)
+        compile_encoders(compiled)
+        object.__setattr__(model, "_bench_compiled", compiled)
+    return compiled
+
+
 def engine_rerank(
     model: Any,
     cell: Mapping[str, Any],
@@ -253,6 +268,8 @@ def engine_rerank(
 
     training = cell["training"]
     eval_batch_size = int(training["eval_batch_size"])
+    if training["compile"]:
+        model = _compiled_copy(model)  # the baseline and the peers keep the eager model
     _synchronize(model.device)
     started = time.perf_counter()
     run = rerank_with_model(

@@ -20,8 +20,8 @@ class BenchSettings:
         pairs: (query, passage) pairs to train on / to score (a triplet is two pairs).
         batch_size: training batch (examples); ``None`` = the variant's ``training.batch_size``.
         eval_batch_size: the engine's inference batch; ``None`` = ``training.eval_batch_size``.
-        micro_batch_size, dataloader_workers, gradient_checkpointing, precision, packing: the
-            engine's ``training`` settings.
+        micro_batch_size, dataloader_workers, gradient_checkpointing, precision, packing,
+            compile: the engine's ``training`` settings.
         threads: torch CPU threads (0 = torch's default).
         repeats: measure each engine this many times (alternating); medians are reported.
         seed: model initialisation, example choice and the baseline's order.
@@ -46,6 +46,7 @@ class BenchSettings:
     gradient_checkpointing: bool = False
     precision: str = "auto"
     packing: bool = False
+    compile: bool = False
     threads: int = 0
     repeats: int = 1
     seed: int = 42
@@ -113,6 +114,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--packing",
         action="store_true",
         help="the engine packs short pairs into shared rows (training.packing)",
+    )
+    parser.add_argument(
+        "--compile",
+        action="store_true",
+        help="the engine compiles its encoder (training.compile; the first repeat holds the compile time)",
     )
     parser.add_argument(
         "--threads", type=int, default=0, help="torch CPU threads (0 = torch's default)"

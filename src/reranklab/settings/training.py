@@ -135,6 +135,10 @@ class SharedTraining(Section):
         ge=1,
         description="Examples per forward/backward pass; batch_size examples per optimiser step are accumulated over ceil(batch_size / micro_batch_size) micro batches, so results do not depend on memory. null = the whole batch at once.",
     )
+    compile: bool = Field(
+        False,
+        description="torch.compile the model's pre-trained encoders (in place, dynamic shapes: no recompiling per batch width) for training and re-ranking; pays on long GPU jobs; on a 2-core CPU it gave 1.04x after 47 s of compiling.",
+    )
     gradient_checkpointing: bool = Field(
         False,
         description="Recompute the encoder's activations in the backward pass (about a third more compute, far less activation memory).",

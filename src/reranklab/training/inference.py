@@ -173,6 +173,7 @@ def rerank(
     dataset: str | None = None,
     frozen_features: str | Path | None = None,
     packing: bool = False,
+    compile_model: bool = False,
 ) -> dict[str, dict[str, float]]:
     """Score every candidate passage of each query in ``qids`` with the model in ``model_dir``.
 
@@ -194,6 +195,7 @@ def rerank(
         frozen_features: the fold's frozen-feature cache of ``reranklab encode``, for variants
             that read one (``VariantSpec.needs_cache``).
         packing: ``training.packing`` (packed batches where the model reads them).
+        compile_model: ``training.compile`` (the encoders through ``torch.compile``).
 
     Returns:
         The re-ranked run ``{qid: {pid: score}}``, higher = more relevant; each score is the
@@ -213,6 +215,10 @@ def rerank(
     """
     set_threads(threads)
     model = load_model(model_dir, device=select_device(device))
+    if compile_model:
+        from reranklab.training.compile import compile_encoders
+
+        compile_encoders(model)
     return rerank_with_model(
         model,
         candidates,

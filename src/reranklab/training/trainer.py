@@ -42,6 +42,7 @@ from reranklab.models.registry import get_variant
 from reranklab.progress import Status
 from reranklab.settings.training import training_view
 from reranklab.training import distributed
+from reranklab.training.compile import compile_encoders
 from reranklab.training.determinism import configure_determinism, training_threads
 from reranklab.training.precision import resolve_precision
 from reranklab.training.state import Checkpointer, NoCheckpointer, TrainState
@@ -405,6 +406,8 @@ def train_model(
 
     if settings.gradient_checkpointing:
         enable_gradient_checkpointing(model)
+    if settings.compile:
+        compile_encoders(model)
     precision = resolve_precision(settings.precision, device)
     micro_batch_size = settings.micro_batch_size
     loss_fn = spec.loss(model, training)
