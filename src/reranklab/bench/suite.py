@@ -111,7 +111,7 @@ def suite_table(suite: Mapping[str, Any], reports: Sequence[Mapping[str, Any]]) 
         ...     "engine": {"pairs_per_s": 50.0, "tokens_per_s": 3000.0, "padding_fraction": 0.1,
         ...     "mfu": None, "precision": "fp32"}, "peers": {}, "ratios": {}}
         >>> print(suite_table({"name": "x", "title": "T"}, [report]).splitlines()[-1])
-        | re-rank | fp32 | 50.0 | 3,000 | 10 % | – |
+        | rerank | fp32 | 50.0 | 3,000 | 10 % | – |
     """
     peers = list(dict.fromkeys(name for report in reports for name in report.get("peers", {})))
     first = reports[0]
