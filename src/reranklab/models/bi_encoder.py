@@ -28,7 +28,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from reranklab.features.types import EncodedPairs, KeyedPairs, distinct_pairs
-from reranklab.models.encoder import encoder_inputs, load_encoder
+from reranklab.models.encoder import encoder_inputs, load_encoder, save_tokenizer
 from reranklab.models.saved import read_meta, ready, write_meta
 
 Pooling = Literal["mean", "cls"]
@@ -168,7 +168,7 @@ class BiEncoder(nn.Module):
         out = Path(directory)
         out.mkdir(parents=True, exist_ok=True)
         self.encoder.save_pretrained(out)
-        self.tokenizer.save_pretrained(out)
+        save_tokenizer(self.tokenizer, out)
         write_meta(
             out,
             {

@@ -125,6 +125,32 @@ def encoder_inputs(
     return inputs
 
 
+def save_tokenizer(tokenizer: Any, directory: str | Path) -> None:
+    """``tokenizer.save_pretrained(directory)`` with no padding or truncation in its state.
+
+    A fast tokenizer's Rust state keeps the padding and truncation of its last call (and the
+    packaged MiniLM's ``tokenizer.json`` ships with both fixed at 128), and ``save_pretrained``
+    writes that state into ``tokenizer.json``. So a model folder would differ with whether its
+    job tokenised (a feature-cache miss) or not (a hit), and DVC would see two different models
+    of one run. Every caller sets both per call, so the saved state means nothing but bytes.
+
+    Example:
+        >>> import json, tempfile
+        >>> from reranklab.models.tiny import tiny_tokenizer
+        >>> tokenizer = tiny_tokenizer(["who"])
+        >>> tokenizer.backend_tokenizer.enable_padding(length=16)
+        >>> out = tempfile.mkdtemp(); save_tokenizer(tokenizer, out)
+        >>> saved = json.loads((Path(out) / "tokenizer.json").read_text())
+        >>> saved["padding"], saved["truncation"]
+        (None, None)
+    """
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    if backend is not None:
+        backend.no_padding()
+        backend.no_truncation()
+    tokenizer.save_pretrained(directory)
+
+
 def select_device(setting: str = "auto") -> torch.device:
     """The torch device for ``training.device``.
 

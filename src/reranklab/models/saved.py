@@ -21,7 +21,7 @@ from torch import nn
 
 from reranklab.errors import FormatError
 from reranklab.io.json_io import read_json, write_json
-from reranklab.models.encoder import load_encoder
+from reranklab.models.encoder import load_encoder, save_tokenizer
 from reranklab.models.standard import save_sequence_classification
 
 FORMAT_VERSION = 1
@@ -95,7 +95,7 @@ def save_encoder_model(
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
     encoder.save_pretrained(out)
-    tokenizer.save_pretrained(out)
+    save_tokenizer(tokenizer, out)
     save_head(head, out)
     write_meta(out, meta)
     return out

@@ -28,6 +28,7 @@ import torch
 from safetensors.torch import save_file
 
 from reranklab.io.json_io import read_json, write_json
+from reranklab.models.encoder import save_tokenizer
 
 # Model types whose *ForSequenceClassification is `classifier(dropout(pooler_output))`, the
 # cross-encoder's computation. Others (RoBERTa's dense+tanh head on the hidden state, DistilBERT's
@@ -175,7 +176,7 @@ def save_sequence_classification(
     config.sentence_transformers = {"activation_fn": ST_ACTIVATION}
     config.save_pretrained(out)
 
-    tokenizer.save_pretrained(out)
+    save_tokenizer(tokenizer, out)
     set_tokenizer_max_length(out, max_length)
     return name
 

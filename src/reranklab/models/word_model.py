@@ -28,6 +28,7 @@ from torch import nn
 from reranklab.errors import ConfigError, FormatError
 from reranklab.features.types import KeyedPairs, distinct_pairs, ragged
 from reranklab.io.atomic import atomic_write_text
+from reranklab.models.encoder import save_tokenizer
 from reranklab.models.saved import META_FILE, read_meta, ready, save_tensors, write_meta
 from reranklab.models.word_vectors import (
     PAD,
@@ -169,7 +170,7 @@ class StaticWordRanker(nn.Module):
         save_tensors(self, out / WEIGHTS_FILE)
         atomic_write_text(out / VOCAB_FILE, "\n".join(self.vocabulary) + "\n")
         if self.tokenizer is not None:
-            self.tokenizer.save_pretrained(out)
+            save_tokenizer(self.tokenizer, out)
         meta = {
             "variant": self.variant,
             "arch": self.arch,
