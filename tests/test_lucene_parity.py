@@ -16,7 +16,7 @@ from reranklab.io import read_run, write_corpus
 from reranklab.retrieval.analyzer import Analyzer
 from reranklab.retrieval.backends import get_backend
 from reranklab.retrieval.es_parity import overlap_at_k
-from reranklab.retrieval.streamed_index import lucene_norm_lengths
+from reranklab.retrieval.streamed_index import BM25S_ANALYSIS, lucene_norm_lengths
 
 FIXTURES = Path(__file__).parent / "fixtures" / "lucene"
 DEFAULTS = schema_defaults()["retrieval"]
@@ -56,7 +56,7 @@ def test_the_analyzer_gives_lucenes_tokens():
 
 
 def test_the_bm25s_analysis_stays_available():
-    bm25s_like = Analyzer({**DEFAULTS, "tokenizer": "bm25s", "stemmer": "english"})
+    bm25s_like = Analyzer({**DEFAULTS, **BM25S_ANALYSIS})
     assert bm25s_like.terms(["I don't pay the users' 3.5 fees"]) == [["don", "pay", "user", "fee"]]
     with pytest.raises(ValueError, match="retrieval.tokenizer: 'nltk' is not one of lucene, bm25s"):
         Analyzer({**DEFAULTS, "tokenizer": "nltk"})

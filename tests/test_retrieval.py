@@ -19,19 +19,11 @@ from reranklab.errors import FormatError, ReranklabError
 from reranklab.io import iter_corpus, rank_order, write_corpus, write_run
 from reranklab.retrieval import bm25s_backend, get_backend, inject_relevant, pool_candidates
 from reranklab.retrieval.analyzer import Analyzer
-from reranklab.retrieval.streamed_index import build_streamed_index
+from reranklab.retrieval.streamed_index import BM25S_ANALYSIS, build_streamed_index
 
 # bm25s' own analysis and exact lengths, so the index can be checked against bm25s used directly
 # (the defaults, Lucene's analysis and norms, are checked against Lucene in test_lucene_parity.py).
-SETTINGS = {
-    "backend": "bm25s",
-    "k1": 0.9,
-    "b": 0.4,
-    "tokenizer": "bm25s",
-    "stemmer": "english",
-    "stopwords": "en",
-    "length_norms": "exact",
-}
+SETTINGS = {"backend": "bm25s", "k1": 0.9, "b": 0.4, **BM25S_ANALYSIS}
 CORPUS = {
     "p1": "Bake the bread in a hot oven for thirty minutes.",
     "p2": "Bread baking needs flour, water, yeast and salt; baking bread is easy.",

@@ -20,15 +20,12 @@ from reranklab.config import schema_defaults
 from reranklab.io import rank_order, read_qrels, read_queries, read_run
 from reranklab.retrieval.backends import get_backend
 from reranklab.retrieval.es_parity import compare_runs
+from reranklab.retrieval.streamed_index import BM25S_ANALYSIS
 
 DEPTH = 100
 SETTINGS = {
     "default (Lucene tokenizer, Porter, Lucene norms)": {},
-    "bm25s analysis (\\w\\w+, Snowball, exact lengths)": {
-        "tokenizer": "bm25s",
-        "stemmer": "english",
-        "length_norms": "exact",
-    },
+    "bm25s analysis (\\w\\w+, Snowball, exact lengths)": BM25S_ANALYSIS,
 }
 
 

@@ -44,17 +44,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from reranklab.bench.memory import cpu_seconds, peak_rss_kib
+from reranklab.retrieval.streamed_index import BM25S_ANALYSIS
 
 # bm25s' own analysis and exact lengths on both sides, so the two indexes must be equal.
-SETTINGS = {
-    "backend": "bm25s",
-    "k1": 0.9,
-    "b": 0.4,
-    "tokenizer": "bm25s",
-    "stemmer": "english",
-    "stopwords": "en",
-    "length_norms": "exact",
-}
+SETTINGS = {"backend": "bm25s", "k1": 0.9, "b": 0.4, **BM25S_ANALYSIS}
 MSMARCO_PASSAGES = 8_841_823
 MSMARCO_DEV_QUERIES = 6_980
 VOCABULARY = 3_000_000  # made-up words: a corpus of millions of passages meets most of them

@@ -187,6 +187,9 @@ def run_suite(
         def bench(settings: BenchSettings) -> dict[str, Any]:
             return run_bench(settings, progress=sys.stderr.isatty())
 
+    from reranklab.bench.report import report_json
+    from reranklab.io.atomic import atomic_write_text
+
     reports = []
     for index, run in enumerate(suite["runs"]):
         log.info(
@@ -195,9 +198,6 @@ def run_suite(
         report = {"label": run["label"], **bench(run_settings(suite, run))}
         reports.append(report)
         if json_dir is not None:
-            from reranklab.bench.report import report_json
-            from reranklab.io.atomic import atomic_write_text
-
             slug = re.sub(r"[^a-z0-9]+", "-", run["label"].lower()).strip("-")
             atomic_write_text(
                 Path(json_dir) / f"{index:02d}-{slug}.json", report_json(report) + "\n"

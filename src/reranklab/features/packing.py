@@ -80,12 +80,7 @@ def pack(
         >>> batch["sequence_ids"].tolist(), batch["cls_index"].tolist()
         ([[1, 1, 1, 1, 1], [0, 0, 0, 2, 2]], [5, 0, 8])
     """
-    rows = np.asarray(rows, dtype=np.int64)
-    starts = encoded.offsets[rows]
-    lengths = encoded.offsets[rows + 1] - starts
-    width = int(lengths.max()) if len(rows) else 0
-    if pad_to_multiple_of:
-        width = -(-width // pad_to_multiple_of) * pad_to_multiple_of
+    starts, lengths, width = encoded.spans(rows, pad_to_multiple_of)
     bins = first_fit_decreasing(lengths, width)
     shape = (len(bins), width)
     input_ids = np.full(shape, pad_token_id, dtype=np.int64)

@@ -110,6 +110,26 @@ class EncodedPairs:
         """How many pairs fill ``max_length`` exactly, i.e. were (almost surely) truncated."""
         return int((self.lengths >= self.max_length).sum())
 
+    def spans(
+        self, rows: Sequence[int] | np.ndarray, pad_to_multiple_of: int | None = None
+    ) -> tuple[np.ndarray, np.ndarray, int]:
+        """``(starts, lengths, width)`` of pairs ``rows``: where each begins in the flat arrays,
+        how long it is, and the batch width (the longest, rounded up to ``pad_to_multiple_of``).
+
+        Example:
+            >>> encoded = EncodedPairs.from_pieces([[2, 7, 3], [2, 8, 3, 9, 3]], None, 8)
+            >>> starts, lengths, width = encoded.spans([1, 0], pad_to_multiple_of=4)
+            >>> starts.tolist(), lengths.tolist(), width
+            ([3, 0], [5, 3], 8)
+        """
+        rows = np.asarray(rows, dtype=np.int64)
+        starts = self.offsets[rows]
+        lengths = self.offsets[rows + 1] - starts
+        width = int(lengths.max()) if len(rows) else 0
+        if pad_to_multiple_of:
+            width = -(-width // pad_to_multiple_of) * pad_to_multiple_of
+        return starts, lengths, width
+
     def pad(
         self,
         rows: Sequence[int] | np.ndarray,
@@ -138,12 +158,7 @@ class EncodedPairs:
             >>> encoded.pad([1], 0, pad_to_multiple_of=8)["input_ids"].shape
             torch.Size([1, 8])
         """
-        rows = np.asarray(rows, dtype=np.int64)
-        starts = self.offsets[rows]
-        lengths = self.offsets[rows + 1] - starts
-        width = int(lengths.max()) if len(rows) else 0
-        if pad_to_multiple_of:
-            width = -(-width // pad_to_multiple_of) * pad_to_multiple_of
+        starts, lengths, width = self.spans(rows, pad_to_multiple_of)
         input_ids = np.full((len(rows), width), pad_token_id, dtype=np.int64)
         attention_mask = np.zeros((len(rows), width), dtype=np.int64)
         token_types = (

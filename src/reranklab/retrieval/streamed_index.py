@@ -46,6 +46,14 @@ VOCAB_FILE = "vocab.index.json"
 PARAMS_FILE = "params.index.json"
 PIDS_FILE = "pids.npy"  # the passage ids in index order (UTF-8, fixed width: memory-mapped)
 LENGTH_NORMS = ("lucene", "exact")
+# The ``retrieval`` settings under which the index is bm25s' own: bm25s.tokenize's analysis
+# (stop words "en", Snowball "english") and exact lengths.
+BM25S_ANALYSIS = {
+    "tokenizer": "bm25s",
+    "stemmer": "english",
+    "stopwords": "en",
+    "length_norms": "exact",
+}
 
 
 def _chunk_triples(ids: np.ndarray, lengths: np.ndarray, first_doc: int):
