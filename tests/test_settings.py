@@ -77,10 +77,18 @@ def test_schema_is_draft_2020_12_closed_and_every_key_documented(repo):
     jsonschema.Draft202012Validator.check_schema(schema)
     blocks = {"(top)": schema, **schema["$defs"]}
     for name, block in blocks.items():
-        assert block.get("additionalProperties") is False, name
+        # Closed: no other keys, or (variants) other keys only as aliases, a closed block.
+        extra = block.get("additionalProperties")
+        assert extra is False or name == "Variants", name
         for key, prop in block["properties"].items():
-            assert "description" in prop and "default" in prop, f"{name}.{key}"
+            # A required key (an alias's base, a paper's id) has no default.
+            assert "description" in prop, f"{name}.{key}"
+            assert ("default" in prop) != (key in block.get("required", [])), f"{name}.{key}"
             assert {"type", "anyOf", "$ref"} & prop.keys(), f"{name}.{key}"
+    alias = schema["$defs"]["Variants"]["additionalProperties"]["$ref"].rpartition("/")[2]
+    assert schema["$defs"][alias]["additionalProperties"] is False
+    assert schema["$defs"][alias]["required"] == ["base"]
+    assert schema["$defs"]["Variants"]["propertyNames"]["pattern"] == "^[a-z][a-z0-9_]*$"
 
 
 def test_the_schema_and_the_model_agree_on_shipped_and_wrong_configs(repo):
@@ -96,12 +104,59 @@ def test_the_schema_and_the_model_agree_on_shipped_and_wrong_configs(repo):
         {"protocol": {"wikiqa": {"options": {"bogus": 1}}}},
         {"protocol": {"insuranceqa": {"options": {"pool_size": 1000}}}},
         {"training": {"pooling": "sum"}},
-        {"grid": {"variant": ["nope"]}},
+        {"grid": {"variant": ["No-pe"]}},
+        {"grid": {"variant": ["bm25"]}},
+        {"variants": {"bertsel_x": {"epochs": 5}}},  # an alias without a base
+        {"variants": {"bertsel_x": {"base": "nope"}}},
+        {"variants": {"bertsel_x": {"base": "bertsel", "epoks": 5}}},
+        {"variants": {"Bertsel-x": {"base": "bertsel"}}},
+        {"paper": {"id": "mass2019"}},
+        {"deviations": [{"name": "x", "what": "y"}]},
+        {"deviations": [{"name": "x", "what": "y", "why": "z", "affect": []}]},
     ]
     for config in wrong:
         assert list(validator.iter_errors(config)), config
         with pytest.raises(ConfigError):
             validate_config(config)
+    # Both accept aliases, a paper and deviations (JSON Schema cannot tell whether a name in
+    # grid.variant is defined as an alias: the model checks it on the merged config).
+    right = {
+        "grid": {"variant": ["bertsel", "bertsel_epoch5"]},
+        "variants": {"bertsel_epoch5": {"base": "bertsel", "epochs": 5}},
+        "paper": {"id": "bertsel2020", "cite": "papers/bertsel2020.txt:1"},
+        "deviations": [{"name": "x", "what": "y", "why": "z", "affects": ["bertsel2020/*"]}],
+    }
+    validate_config(right)
+    assert not list(validator.iter_errors(right))
+    assert not list(validator.iter_errors({"grid": {"variant": ["nope"]}}))
+    with pytest.raises(ConfigError, match="unknown variant 'nope' in grid.variant"):
+        validate_config({"grid": {"variant": ["nope"]}})
+
+
+def test_paper_and_deviations_are_checked_but_change_no_cell(repo):
+    from reranklab.config import first_stage_cell, resolve_cell
+
+    plain = load_params([repo / "params.yaml"])
+    study = {
+        **plain,
+        "paper": {"id": "mass2019", "cite": "papers/mass2019.txt:3"},
+        "deviations": [
+            {
+                "name": "no-doc2query",
+                "what": "re-ranks plain BM25 top-1000, not Doc2query-expanded BM25",
+                "why": "reranklab has no Doc2query expansions",
+                "affects": ["markedbert2020/table1/*", "markedbert2020/table2/*"],
+            },
+            {"name": "no-affects", "what": "x", "why": "y"},
+        ],
+    }
+    validate_config(study, "studies/mass2019.yaml")
+    assert schema_defaults()["paper"] is None and schema_defaults()["deviations"] == []
+    for variant in ("pointwise", "bertsel"):
+        assert resolve_cell(study, "wikiqa", variant, 256) == resolve_cell(
+            plain, "wikiqa", variant, 256
+        )
+    assert first_stage_cell(study, "wikiqa") == first_stage_cell(plain, "wikiqa")
 
 
 # -- defaults and layering ---------------------------------------------------------------------
@@ -147,7 +202,7 @@ def test_the_layers_are_one_ordered_tuple():
         ),
         (
             {"variants": {"nosuch": {"epochs": 1}}},
-            r"params\.yaml: unknown variant 'nosuch' in variants \(key variants\.nosuch; known: bert_lite, ",
+            r"params\.yaml: unknown variant 'nosuch' in variants \(key variants\.nosuch; known: bert, bert_lite, ",
         ),
         (
             {"datasets": ["wikiqa", "nope"]},
@@ -181,6 +236,20 @@ def test_the_layers_are_one_ordered_tuple():
         (
             {"training": {"lerning_rate": 1e-5}},
             r"unknown key training\.lerning_rate \(allowed here: encoder, epochs, learning_rate",
+        ),
+        # a paper study's metadata: checked like any key
+        ({"paper": {"id": "mass2019"}}, r"key paper\.cite: missing \(a required key\)"),
+        (
+            {"deviations": [{"name": "a", "what": "b", "why": "c", "afects": ["x/*"]}]},
+            r"unknown key deviations\.0\.afects \(allowed here: name, what, why, affects\)",
+        ),
+        (
+            {"deviations": [{"name": "a", "what": "b", "why": "c", "affects": "x/*"}]},
+            r"key deviations\.0\.affects: expected a list, got 'x/\*'",
+        ),
+        (
+            {"deviations": [{"name": "a", "what": "b", "why": "c"}] * 2},
+            r"key deviations: two deviations are named 'a'",
         ),
     ],
 )
@@ -293,7 +362,7 @@ def test_a_variant_setting_is_declared_once_and_its_schema_text_generated(repo):
         == "dmn, dmn_lite only - passes of the episodic memory (BERT-DMN 4); null = the variant's default (4)."
     )
     assert (
-        "0.1 for bert_lite, dmn, dmn_lite; 0.5 for qa_lstm"
+        "0.1 for bert, bert_lite, dmn, dmn_lite; 0.5 for qa_lstm"
         in training["head_dropout"]["description"]
     )
     assert (

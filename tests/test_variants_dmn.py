@@ -306,6 +306,72 @@ def test_dmn_defaults_are_the_papers():
     }
 
 
+# --- BERT, BERT-DMN's fine-tuned baseline ------------------------------------------------------
+
+
+def test_bert_defaults_are_the_papers():
+    spec = get_variant("bert")
+    assert spec.example_kind == "triplet" and not spec.needs_cache and spec.trains({})
+    assert spec.defaults == {
+        "learning_rate": 3e-5,
+        "warmup_steps": 1000,
+        "margin": 0.2,
+        "head_dropout": 0.1,
+        "validation": {"measure": "MAP", "select_best": True, "patience": 3},
+    }
+    # Its training is dmn's (the paper trains all its models alike); only the head differs.
+    shared = ("learning_rate", "warmup_steps", "margin", "head_dropout", "validation")
+    assert {k: spec.defaults[k] for k in shared} == {
+        k: get_variant("dmn").defaults[k] for k in shared
+    }
+
+
+def test_bert_is_a_fine_tuned_cross_encoder_with_a_sigmoid_head(toy_bert):
+    from reranklab.models.reranker import CrossEncoderReranker
+
+    model = get_variant("bert").build(str(toy_bert), {"head_dropout": 0.25}, 32)
+    assert type(model) is CrossEncoderReranker and model.variant == "bert"
+    assert (model.num_outputs, model.score_function, model.dropout.p) == (1, "sigmoid", 0.25)
+    assert all(p.requires_grad for p in model.encoder.parameters())
+    assert model.standard_checkpoint_problem() is None  # one logit on the pooled [CLS]
+    assert get_variant("bert").build(str(toy_bert), {}, 32).dropout.p == 0.1
+
+
+def test_bert_loss_is_the_hinge_on_sigmoid_of_fixed_logits(toy_bert):
+    model = get_variant("bert").build(str(toy_bert), {}, 32)
+    fixed = {"p": torch.tensor([[2.0], [0.0]]), "n": torch.tensor([[0.0], [0.0]])}
+    model.forward = lambda which, **_: fixed[which]  # the encoder is bypassed: logits [B, 1]
+    loss = get_variant("bert").loss(model, {"margin": 0.2})
+    # a+ = σ(2) = 0.8808, a− = 0.5: beyond the margin → 0; a tie → 0.2. Mean 0.1.
+    assert loss({"positive": {"which": "p"}, "negative": {"which": "n"}}).item() == pytest.approx(
+        0.1
+    )
+    assert isinstance(loss, PairwiseMaxMarginLoss) and loss.margin == 0.2
+
+
+def test_bert_learns_the_toy_set(toy_bert, tmp_path):
+    cell = toy_cell("bert", toy_bert, epochs=12, learning_rate=3e-3, warmup_steps=0, **SMALL)
+    stats = train_model(
+        cell, _triplets(tmp_path), QUERIES, CORPUS, tmp_path / "model", progress=False
+    )
+    run = rerank(
+        tmp_path / "model",
+        candidates(),
+        QIDS,
+        QUERIES,
+        CORPUS,
+        batch_size=8,
+        device="cpu",
+        progress=False,
+    )
+    assert _ranked_correctly(run) >= 0.9 and mrr(run) >= 0.9
+    assert stats["variant"] == "bert" and stats["epoch_losses"][-1] < stats["epoch_losses"][0]
+    # Saved as a standard one-logit classifier, loaded back as bert.
+    assert (tmp_path / "model/config.json").is_file() and load_model(
+        tmp_path / "model"
+    ).variant == "bert"
+
+
 # --- the frozen-feature cache -----------------------------------------------------------------
 
 TEXTS = [

@@ -10,15 +10,22 @@ generated from the same model. Settings are layered, later wins (:mod:`reranklab
 2. protocols: the dataset's own protocol, then what the user wrote in ``protocol.<dataset>``;
 3. training: the user's shared ``training`` block, then the variant's paper settings, then
    what the user wrote in ``variants.<variant>`` (so presets survive a restated shared block).
+
+A name in ``grid.variant`` is a registered variant or an alias, a second configuration of one
+(``variants: {bertsel_epoch5: {base: bertsel, epochs: 5}}``); :func:`resolve_variant` is the one
+place that maps a name to the registered variant that builds, trains and loads it and to its
+resolved settings. Everything else (cell names, rule wildcards, results folders, MLflow, the
+summary) uses the name as it is.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -29,6 +36,8 @@ from reranklab.settings.cell import Cell
 from reranklab.settings.model import DatasetEntry, study_defaults, validate_study
 from reranklab.settings.model import study_model as _study_model
 from reranklab.settings.sources import (
+    ALIAS_BASE,
+    alias_base,
     deep_merge,
     merge_protocol,
     merge_training,
@@ -37,6 +46,9 @@ from reranklab.settings.sources import (
     typed_overrides,
 )
 from reranklab.workflow import SCHEMA
+
+if TYPE_CHECKING:
+    from reranklab.models.registry import VariantSpec
 
 # How error messages name the values given on Snakemake's command line (``--config key=value``).
 COMMAND_LINE = "--config (command line)"
@@ -102,8 +114,17 @@ def _on_demand(config: Mapping[str, Any], source: str) -> tuple[str, ...]:
     return extra
 
 
-def validate_config(config: Mapping[str, Any], source: str = "config") -> None:
+def validate_config(
+    config: Mapping[str, Any], source: str = "config", complete: bool = True
+) -> None:
     """Raise ConfigError naming ``source`` and the first wrong key if ``config`` breaks the model.
+
+    Args:
+        config: the study's config, or (``complete=False``) one of the files merged into it.
+        source: how messages name it.
+        complete: ``config`` is the whole study: every name in ``grid.variant`` must be a
+            registered variant or an alias it defines (a single file may name an alias that
+            another file defines).
 
     Example:
         >>> validate_config({"variants": {"nosuch": {}}}, "params.yaml")  # doctest: +ELLIPSIS
@@ -112,11 +133,12 @@ def validate_config(config: Mapping[str, Any], source: str = "config") -> None:
         reranklab.errors.ConfigError: params.yaml: unknown variant 'nosuch' in variants (key variants.nosuch; known: ...)
     """
     extra = _on_demand(config, source)
-    validate_study(study_model(extra), config, source, _labels(extra))
+    validate_study(study_model(extra), config, source, _labels(extra), complete=complete)
 
 
 def read_config_file(path: str | os.PathLike[str], name: str | None = None) -> dict[str, Any]:
-    """One config file's mapping, checked alone (an error names the file and the key).
+    """One config file's mapping, checked alone (an error names the file and the key); the
+    names of its ``grid.variant`` are checked once merged (:func:`validate_config`).
 
     Args:
         path: the file.
@@ -135,7 +157,7 @@ def read_config_file(path: str | os.PathLike[str], name: str | None = None) -> d
         raise ConfigError(f"{name}: invalid YAML: {exc}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{name}: expected a mapping at the top level")
-    validate_config(data, source=name)
+    validate_config(data, source=name, complete=False)
     return data
 
 
@@ -169,7 +191,7 @@ def load_params(
         names.append(str(path))
     typed = typed_overrides(overrides or {})
     if typed:
-        validate_config(typed, source=COMMAND_LINE)
+        validate_config(typed, source=COMMAND_LINE, complete=False)
         merged = deep_merge(merged, typed)
         names.append(COMMAND_LINE)
     validate_config(merged, source=" + ".join(names) or "config")
@@ -206,7 +228,7 @@ def snakemake_config(
         read_config_file(path, names[-1])
     typed = typed_overrides(overrides)
     if typed:
-        validate_config(typed, source=COMMAND_LINE)
+        validate_config(typed, source=COMMAND_LINE, complete=False)
         names.append(COMMAND_LINE)
     merged = deep_merge(config, typed)
     validate_config(merged, source=" + ".join(names) or "config")
@@ -257,13 +279,68 @@ def resolve_scoring(config: Mapping[str, Any], dataset: str) -> Scoring:
     )
 
 
-def resolve_training(config: Mapping[str, Any], variant: str) -> dict[str, Any]:
-    """Training settings of ``variant``: schema < ``training`` < the variant's paper settings < ``variants.<name>``.
+@dataclass(frozen=True)
+class ResolvedVariant:
+    """A name of ``grid.variant`` resolved: the registered variant behind it and its settings.
 
-    The shared ``training`` block sets what every variant uses unless its paper fixes a value
-    (e.g. monobert's learning rate 3e-6 and 10k warm-up steps); a paper setting is changed,
-    per variant, under ``variants.<name>``, which always wins. So params.yaml may restate the
-    shared defaults without undoing any preset.
+    Args:
+        name: the name as the study writes it (cell names, paths, MLflow, summary rows).
+        spec: the registered variant that builds, trains, featurizes and loads its models (an
+            alias's base; the variant itself otherwise).
+        training: its resolved training settings (:func:`resolve_training`).
+    """
+
+    name: str
+    spec: VariantSpec
+    training: dict[str, Any]
+
+    @property
+    def base(self) -> str | None:
+        """The registered variant an alias configures; ``None`` for a registered variant."""
+        return None if self.name == self.spec.name else self.spec.name
+
+    @property
+    def cell_names(self) -> dict[str, str]:
+        """How a resolved cell names its variant: ``{"variant": name}``, plus ``"base"`` for an
+        alias (what :func:`reranklab.models.registry.cell_spec` reads in a job)."""
+        return {"variant": self.name, **({ALIAS_BASE: self.base} if self.base else {})}
+
+
+def resolve_variant(config: Mapping[str, Any], variant: str) -> ResolvedVariant:
+    """The one place a variant name of the study is resolved: a registered variant, or an alias
+    (``variants.<alias>: {base: <registered variant>, ...}``) of one.
+
+    Training settings: schema < ``training`` < the (base) variant's paper settings <
+    ``variants.<base>`` < ``variants.<alias>`` (the last only for an alias). The shared
+    ``training`` block sets what every variant uses unless its paper fixes a value (e.g.
+    monobert's learning rate 3e-6 and 10k warm-up steps); a paper setting is changed, per
+    variant, under ``variants.<name>``, which always wins. So params.yaml may restate the shared
+    defaults without undoing any preset.
+
+    Raises:
+        ConfigError: ``variant`` is neither registered nor an alias of a registered variant.
+
+    Example:
+        >>> config = {"variants": {"bertsel": {"epochs": 3}, "bertsel_large": {"base": "bertsel", "encoder": "bert-large-uncased"}}}
+        >>> resolved = resolve_variant(config, "bertsel_large")
+        >>> resolved.spec.name, resolved.base, resolved.training["encoder"], resolved.training["epochs"]
+        ('bertsel', 'bertsel', 'bert-large-uncased', 3)
+        >>> resolve_variant(config, "bertsel").base is None
+        True
+    """
+    from reranklab.models.registry import get_variant
+
+    spec = get_variant(alias_base(config, variant) or variant)
+    # The layers, in order, are reranklab.settings.sources.training_sources: a nested block
+    # (``validation``) is merged key by key, so ``variants.<name>.validation: {patience: 5}``
+    # keeps the preset's measure.
+    defaults = schema_defaults()["training"]
+    training = merge_training(training_sources(config, variant, defaults, spec.defaults))
+    return ResolvedVariant(variant, spec, training)
+
+
+def resolve_training(config: Mapping[str, Any], variant: str) -> dict[str, Any]:
+    """Training settings of ``variant`` (registered or an alias): :func:`resolve_variant`'s.
 
     Example:
         >>> resolve_training({"training": {"learning_rate": 1e-5}}, "monobert")["learning_rate"]
@@ -273,15 +350,7 @@ def resolve_training(config: Mapping[str, Any], variant: str) -> dict[str, Any]:
         >>> resolve_training({"variants": {"monobert": {"learning_rate": 1e-5}}}, "monobert")["learning_rate"]
         1e-05
     """
-    from reranklab.models.registry import get_variant
-
-    # The layers, in order, are reranklab.settings.sources.training_sources: a nested block
-    # (``validation``) is merged key by key, so ``variants.<name>.validation: {patience: 5}``
-    # keeps the preset's measure.
-    defaults = schema_defaults()["training"]
-    return merge_training(
-        training_sources(config, variant, defaults, get_variant(variant).defaults)
-    )
+    return resolve_variant(config, variant).training
 
 
 def n_folds(config: Mapping[str, Any], dataset: str) -> int:
@@ -292,17 +361,22 @@ def n_folds(config: Mapping[str, Any], dataset: str) -> int:
 def resolve_cell(
     config: Mapping[str, Any], dataset: str, variant: str, max_length: int
 ) -> dict[str, Any]:
-    """Every setting that determines one cell of the grid (logged to MLflow as the run's params)."""
+    """Every setting that determines one cell of the grid (logged to MLflow as the run's params).
+
+    ``variant`` is the name the study gives it; an alias's cell also names its ``base``, the
+    registered variant a job builds (:func:`resolve_variant`).
+    """
     full = with_defaults(config)
+    resolved = resolve_variant(full, variant)
     return {
         "study": full["study"],
         "seed": full["seed"],
         "dataset": dataset,
-        "variant": variant,
+        **resolved.cell_names,
         "max_length": int(max_length),
         "protocol": resolve_protocol(full, dataset),
         "retrieval": full["retrieval"],
-        "training": resolve_training(full, variant),
+        "training": resolved.training,
     }
 
 

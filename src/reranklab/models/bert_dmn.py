@@ -25,7 +25,7 @@ from torch import nn
 
 from reranklab.models.encoder import encoder_inputs, load_encoder
 from reranklab.models.heads.dmn import DynamicMemoryHead
-from reranklab.models.saved import load_encoder_model, save_encoder_model
+from reranklab.models.saved import load_encoder_model, save_encoder_model, variant_meta
 
 
 def segment_features(hidden: torch.Tensor, segments: torch.Tensor) -> dict[str, torch.Tensor]:
@@ -158,7 +158,7 @@ class BertDMN(nn.Module):
     def save(self, directory: str | Path) -> Path:
         """Write the encoder, tokenizer, head and ``reranker.json`` into ``directory``."""
         meta = {
-            "variant": self.variant,
+            **variant_meta(self),
             "head": self.head.config(),
             "max_length": self.max_length,
             "encoder": self.encoder_name,

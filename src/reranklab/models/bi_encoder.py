@@ -29,7 +29,7 @@ from torch import nn
 
 from reranklab.features.types import EncodedPairs, KeyedPairs, distinct_pairs
 from reranklab.models.encoder import encoder_inputs, load_encoder, save_tokenizer
-from reranklab.models.saved import read_meta, ready, write_meta
+from reranklab.models.saved import read_meta, ready, variant_meta, write_meta
 
 Pooling = Literal["mean", "cls"]
 CACHED_VECTORS = 50_000  # texts whose vectors a scoring session keeps (~75 MB at 384 dimensions)
@@ -172,7 +172,7 @@ class BiEncoder(nn.Module):
         write_meta(
             out,
             {
-                "variant": self.variant,
+                **variant_meta(self),
                 "max_length": self.max_length,
                 "query_max_length": self.query_max_length,
                 "pooling": self.pooling,

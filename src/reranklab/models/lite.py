@@ -29,7 +29,15 @@ from reranklab.features.types import distinct_pairs
 from reranklab.models.frozen_features import build_frozen_store, write_frozen_cache
 from reranklab.models.heads.dmn import DynamicMemoryHead
 from reranklab.models.heads.linear import ClsLinearHead
-from reranklab.models.saved import META_FILE, load_head, read_meta, ready, save_head, write_meta
+from reranklab.models.saved import (
+    META_FILE,
+    load_head,
+    read_meta,
+    ready,
+    save_head,
+    variant_meta,
+    write_meta,
+)
 
 HEADS: dict[str, tuple[type[nn.Module], tuple[str, ...]]] = {
     "dmn": (DynamicMemoryHead, ("cls", "query", "sentences")),
@@ -133,7 +141,7 @@ class LiteReranker(nn.Module):
         write_meta(
             out,
             {
-                "variant": self.variant,
+                **variant_meta(self),
                 "head_kind": self.head_kind,
                 "head": self.head.config(),
                 "fields": list(self.fields),

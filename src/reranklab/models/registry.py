@@ -53,7 +53,13 @@ and its default is the plain cross-encoder's behaviour):
 The model itself is an ``nn.Module`` with ``variant`` (its registered name), ``device``,
 ``forward(**inputs)`` (logits ``[B, k]``), ``score(inputs)`` (ranking scores ``[B]``, higher =
 more relevant) and ``save(directory)``, which writes ``reranker.json`` with at least
-``{"variant": name}``.
+``{"variant": name}`` (:func:`reranklab.models.saved.variant_meta`).
+
+Aliases: a study may name a second configuration of a registered variant (``variants:
+{bertsel_epoch5: {base: bertsel, epochs: 5}}``, resolved by :func:`reranklab.config.resolve_variant`).
+Its resolved cell names the alias as ``variant`` and the registered variant as ``base``;
+:func:`cell_spec` gives a job the spec to call. A model trained for an alias records the base as
+its ``variant`` (which loads it) and the alias as ``alias`` (which its card names).
 """
 
 from __future__ import annotations
@@ -200,6 +206,29 @@ def variant_names() -> list[str]:
     return sorted(_VARIANTS)
 
 
+def cell_spec(cell: Mapping[str, Any]) -> VariantSpec:
+    """The registered variant a resolved cell's job builds, trains and featurizes with: its
+    ``base`` when the cell is an alias's (:func:`reranklab.config.resolve_variant`), else its
+    ``variant``.
+
+    Example:
+        >>> cell_spec({"variant": "bertsel_epoch5", "base": "bertsel"}).name, cell_spec({"variant": "dmn"}).name
+        ('bertsel', 'dmn')
+    """
+    return get_variant(str(cell.get("base") or cell["variant"]))
+
+
+def alias_of_cell(cell: Mapping[str, Any]) -> str | None:
+    """The alias a resolved cell is of, ``None`` for a registered variant's cell (for the model's
+    ``alias``, :func:`reranklab.models.saved.variant_meta`).
+
+    Example:
+        >>> alias_of_cell({"variant": "bertsel_epoch5", "base": "bertsel"}), alias_of_cell({"variant": "dmn"})
+        ('bertsel_epoch5', None)
+    """
+    return str(cell["variant"]) if cell.get("base") else None
+
+
 def load_model(directory: str | Path, device: Any = None) -> Any:
     """Restore the model saved in ``directory`` with its variant's ``load`` hook.
 
@@ -223,10 +252,14 @@ def load_model(directory: str | Path, device: Any = None) -> Any:
     meta_path = Path(directory) / "reranker.json"
     if not meta_path.is_file():
         raise FormatError(meta_path, None, "not a saved re-ranker (reranker.json is missing)")
-    variant = read_json(meta_path).get("variant")
+    meta = read_json(meta_path)
+    variant = meta.get("variant")
     if not isinstance(variant, str):
         raise FormatError(meta_path, None, "no variant name recorded")
-    return get_variant(variant).loader()(directory, device=device)
+    model = get_variant(variant).loader()(directory, device=device)
+    if isinstance(meta.get("alias"), str):  # trained for an alias: saved again, it keeps it
+        model.alias = meta["alias"]
+    return model
 
 
 def _load_builtin() -> None:

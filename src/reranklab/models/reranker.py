@@ -32,7 +32,12 @@ from torch import nn
 from reranklab.features.packing import block_mask
 from reranklab.models.card import facts_from_directory, write_card
 from reranklab.models.encoder import encoder_inputs, load_encoder
-from reranklab.models.saved import load_encoder_model, save_classifier_model, save_encoder_model
+from reranklab.models.saved import (
+    load_encoder_model,
+    save_classifier_model,
+    save_encoder_model,
+    variant_meta,
+)
 from reranklab.models.standard import checkpoint_problem, single_logit
 
 # Encoders whose packed batches are checked to give the padded logits (tests/test_packing.py).
@@ -271,7 +276,7 @@ class CrossEncoderReranker(nn.Module):
             ['README.md', 'config.json', 'head.safetensors', 'model.safetensors', 'reranker.json', 'tokenizer.json', 'tokenizer_config.json']
         """
         meta = {
-            "variant": self.variant,
+            **variant_meta(self),
             "head": self.head_config(),
             "max_length": self.max_length,
             "encoder": self.encoder_name,

@@ -65,6 +65,20 @@ def load_head(head: nn.Module, directory: Path) -> None:
     load_tensors(head, directory / HEAD_FILE)
 
 
+def variant_meta(model: Any) -> dict[str, str]:
+    """What ``reranker.json`` says a model is: ``{"variant": <registered name>}`` (which loads
+    it), plus ``"alias"`` for a model trained for an alias of that variant (which its card names;
+    the trainer sets ``model.alias``, :func:`reranklab.models.registry.load_model` restores it).
+
+    Example:
+        >>> from types import SimpleNamespace
+        >>> variant_meta(SimpleNamespace(variant="bertsel")), variant_meta(SimpleNamespace(variant="bertsel", alias="bertsel_epoch5"))
+        ({'variant': 'bertsel'}, {'variant': 'bertsel', 'alias': 'bertsel_epoch5'})
+    """
+    alias = getattr(model, "alias", None)
+    return {"variant": str(model.variant), **({"alias": str(alias)} if alias else {})}
+
+
 def write_meta(directory: Path, meta: dict[str, Any]) -> None:
     """Write ``reranker.json`` (with the format version first) atomically."""
     write_json(directory / META_FILE, {"format_version": FORMAT_VERSION, **meta})

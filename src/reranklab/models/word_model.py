@@ -29,7 +29,14 @@ from reranklab.errors import ConfigError, FormatError
 from reranklab.features.types import KeyedPairs, distinct_pairs, ragged
 from reranklab.io.atomic import atomic_write_text
 from reranklab.models.encoder import save_tokenizer
-from reranklab.models.saved import META_FILE, read_meta, ready, save_tensors, write_meta
+from reranklab.models.saved import (
+    META_FILE,
+    read_meta,
+    ready,
+    save_tensors,
+    variant_meta,
+    write_meta,
+)
 from reranklab.models.word_vectors import (
     PAD,
     UNK,
@@ -172,7 +179,7 @@ class StaticWordRanker(nn.Module):
         if self.tokenizer is not None:
             save_tokenizer(self.tokenizer, out)
         meta = {
-            "variant": self.variant,
+            **variant_meta(self),
             "arch": self.arch,
             "options": self.options(),
             "dim": self.embedding.embedding_dim,

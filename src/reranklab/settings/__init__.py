@@ -5,8 +5,8 @@
 - :mod:`~reranklab.settings.training`: the shared ``training`` block;
   :mod:`~reranklab.settings.variant`: a variant's own settings, declared beside the variant;
 - :mod:`~reranklab.settings.model`: the whole of ``params.yaml`` (each dataset's protocol and
-  options, each variant's settings: what is registered is passed in by
-  :func:`reranklab.config.study_model`, so this package imports no registry);
+  options, each variant's settings and the aliases of variants: what is registered is passed in
+  by :func:`reranklab.config.study_model`, so this package imports no registry);
   :mod:`~reranklab.settings.errors`: its messages;
 - :mod:`~reranklab.settings.sources`: the layering of a cell's settings, lowest priority first;
 - :mod:`~reranklab.settings.generate`: the text of ``reranklab/workflow/schemas/params.schema.yaml``

@@ -84,6 +84,8 @@ def describe(error: Mapping[str, Any], field: FieldInfo | None = None) -> str:
         return f"{value!r} is {words} {ctx[key]}"
     if kind == "literal_error":
         return f"expected one of {_choices(ctx)}, got {value!r}"
+    if kind == "missing":
+        return "missing (a required key)"
     if kind == "too_short":
         return f"expected at least {ctx.get('min_length')} item(s), got {value!r}"
     if kind == "string_pattern_mismatch":
@@ -109,15 +111,49 @@ def _model_in(annotation: Any) -> type[BaseModel] | None:
     return None
 
 
+def _extra_model(model: type[BaseModel]) -> type[BaseModel] | None:
+    # A keyed block whose other keys are typed (the aliases of ``variants``).
+    return getattr(model, "alias_model", None) if issubclass(model, Keyed) else None
+
+
 def model_at(model: type[BaseModel] | None, loc: Loc) -> type[BaseModel] | None:
     """The model of the block at ``loc`` inside ``model`` (None where there is none)."""
     for part in loc:
         if model is None:
             return None
+        if isinstance(part, int):  # an item of a list of blocks (deviations.0): the item's model
+            continue
         fields = {f.alias or name: f for name, f in model.model_fields.items()}
         field = fields.get(str(part))
-        model = _model_in(field.annotation) if field is not None else None
+        model = _model_in(field.annotation) if field is not None else _extra_model(model)
     return model
+
+
+def _alias_error(
+    model: type[BaseModel], error: Mapping[str, Any], where: Loc, labels: Mapping[str, str]
+) -> str | None:
+    """The message of a wrong alias block (``variants.<name>``), or None for another error:
+    a name that is neither a registered variant nor an alias (no ``base``), or an alias that
+    takes a registered variant's name (a ``base`` in its block)."""
+    loc: Loc = tuple(error["loc"])
+    if len(loc) < 2 or loc[-1] != "base":
+        return None
+    keyed = model_at(model, loc[:-2])
+    if keyed is None or _extra_model(keyed) is None:
+        return None
+    name = str(loc[-2])
+    block = (*where, *loc[:-2])
+    if error["type"] == "missing":
+        return (
+            f"{_unknown(keyed, block, [name], labels).removesuffix(')')};"
+            f" or define an alias: {dotted((*block, name))}: {{base: <registered variant>, ...}})"
+        )
+    if error["type"] == "extra_forbidden":
+        return (
+            f"{dotted((*block, name))}: {name!r} is a registered variant: an alias (a block with"
+            f" base: {error.get('input')!r}) needs a name of its own (key {dotted((*block, *loc[-2:]))})"
+        )
+    return None
 
 
 def field_at(model: type[BaseModel] | None, loc: Loc) -> FieldInfo | None:
@@ -185,7 +221,19 @@ def config_error(
     errors = exc.errors()
     first = errors[0]
     loc: Loc = tuple(first["loc"])
-    if first["type"] == "extra_forbidden":
+    # A wrong alias block first (it may have other errors, e.g. its missing base after a key).
+    alias = next(
+        (
+            text
+            for error in errors
+            if loc[: len(error["loc"]) - 1] == tuple(error["loc"])[:-1]
+            and (text := _alias_error(model, error, where, labels or {})) is not None
+        ),
+        None,
+    )
+    if alias is not None:
+        text = alias
+    elif first["type"] == "extra_forbidden":
         parent = loc[:-1]
         extra = [
             str(e["loc"][-1])

@@ -7,6 +7,12 @@ keyed by name come from what is registered: ``protocol.<dataset>`` (its ``option
 dataset module's own options model) and ``variants.<variant>`` (the ``training`` keys, with
 every variant's own settings). This package imports no registry: the config layer passes them
 (:func:`reranklab.config.study_model`).
+
+A ``variants`` block whose key is no registered variant and that names a ``base`` is an alias: a
+second configuration of that registered variant under a name of its own, usable in
+``grid.variant`` (:func:`reranklab.config.resolve_variant`). ``paper`` and ``deviations`` describe
+the study (the paper it replicates, where it knowingly departs from it): checked, and read by no
+step that trains, re-ranks or evaluates.
 """
 
 from __future__ import annotations
@@ -14,15 +20,26 @@ from __future__ import annotations
 import copy
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
-from typing import Annotated, Any, Literal, NamedTuple
+from typing import Annotated, Any, ClassVar, Literal, NamedTuple, get_args
 
-from pydantic import AfterValidator, BaseModel, Field, ValidationError, create_model
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    WithJsonSchema,
+    create_model,
+)
 from pydantic_core import PydanticCustomError
 
+from reranklab.errors import ConfigError
 from reranklab.settings.base import DatasetOptions, Keyed, Section, distinct_list
+from reranklab.settings.cell import VARIANT
 from reranklab.settings.elasticsearch import EsSettings
-from reranklab.settings.errors import config_error
-from reranklab.settings.protocol import protocol_model
+from reranklab.settings.errors import config_error, dotted
+from reranklab.settings.protocol import Protocol, protocol_model
+from reranklab.settings.sources import ALIAS_BASE
 from reranklab.settings.variant import VariantSettings
 from reranklab.settings.variant_fields import training_model
 
@@ -137,9 +154,55 @@ class Report(Section):
     )
 
 
-def registered(kind: str, names: Sequence[str]) -> Any:
-    """A string that must be one of ``names`` (an unknown one is reported as an unknown ``kind``)."""
-    known = ", ".join(names)
+class Paper(Section):
+    """The paper a study replicates (no step that trains, re-ranks or evaluates reads it)."""
+
+    id: str = Field(
+        pattern=r"^[A-Za-z0-9_.-]+$",
+        description="The paper's short id, e.g. mass2019 (as studies/published.yaml names it).",
+    )
+    cite: str = Field(
+        min_length=1,
+        description="Where its text is, file:line, e.g. papers/mass2019.txt:3.",
+    )
+
+
+class Deviation(Section):
+    """One way a study knowingly departs from its paper (no step that trains, re-ranks or
+    evaluates reads it)."""
+
+    name: str = Field(
+        pattern=r"^[A-Za-z0-9_.-]+$", description="A short id of the deviation, e.g. no-doc2query."
+    )
+    what: str = Field(min_length=1, description="What reranklab does differently.")
+    why: str = Field(min_length=1, description="Why it does.")
+    affects: list[Annotated[str, Field(min_length=1)]] = Field(
+        [],
+        description="The published results it affects: id glob patterns of studies/published.yaml entries (e.g. mass2019/table2/*); [] = none named.",
+    )
+
+
+def _distinct_names(deviations: list[Deviation]) -> list[Deviation]:
+    names = [deviation.name for deviation in deviations]
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:
+        raise PydanticCustomError(
+            "distinct_names", "two deviations are named '{name}'", {"name": twice[0]}
+        )
+    return deviations
+
+
+Deviations = Annotated[list[Deviation], AfterValidator(_distinct_names)]
+
+# The first stages' names: a summary row of its own (``bm25``, ``pool``), never an alias's name.
+FIRST_STAGES: tuple[str, ...] = get_args(Protocol.model_fields["first_stage"].annotation)
+ALIAS_TEXT = "an alias defined under `variants` (a block with `base: <registered variant>`)"
+
+
+def registered(kind: str, names: Sequence[str], known: str | None = None) -> Any:
+    """A string that must be one of ``names`` (an unknown one is reported as an unknown ``kind``;
+    ``known`` says what is, default the names)."""
+    known = ", ".join(names) if known is None else known
 
     def check(value: str) -> str:
         if value not in names:
@@ -168,6 +231,77 @@ def _keyed(name: str, kind: str, blocks: Mapping[str, tuple[Any, str]]) -> type[
     return create_model(name, __base__=base, **fields)  # type: ignore[call-overload]
 
 
+def _alias_name(value: str) -> str:
+    if value in FIRST_STAGES:
+        raise PydanticCustomError(
+            "first_stage_name",
+            "'{name}' is a first stage's name (a summary row of its own), not a variant's",
+            {"name": value},
+        )
+    return value
+
+
+# A name in grid.variant: a registered variant or an alias (which ones exist is checked on the
+# merged config: an alias may be defined in another file than the grid that names it).
+VariantName = Annotated[
+    str,
+    Field(pattern=rf"^{VARIANT}$"),
+    AfterValidator(_alias_name),
+]
+ALIAS_NAME_SCHEMA = {"type": "string", "pattern": rf"^{VARIANT}$", "not": {"enum": [*FIRST_STAGES]}}
+
+
+class VariantsBlock(Keyed):
+    """``variants``: a block per registered variant, and aliases (blocks with a ``base``, of
+    :attr:`alias_model`; their names are checked as ``grid.variant``'s)."""
+
+    model_config = ConfigDict(extra="allow", json_schema_extra={"propertyNames": ALIAS_NAME_SCHEMA})
+    kind: ClassVar[str] = "variant"
+    alias_model: ClassVar[type[BaseModel] | None] = None
+
+
+def _variants(names: Sequence[str], training: type[BaseModel]) -> type[Keyed]:
+    """The ``variants`` block: ``<registered variant>: <training keys>`` and
+    ``<alias>: {base: <registered variant>, <training keys>}``."""
+    alias = create_model(
+        "VariantAlias",
+        __base__=training,
+        __doc__=f"A second configuration of a registered variant under a name of its own: its base's settings (paper settings, variants.<base>) with these keys winning; use its name in grid.variant. ({', '.join(FIRST_STAGES)} are taken.)",
+        **{
+            ALIAS_BASE: (
+                registered(
+                    "variant",
+                    names,
+                    f"{', '.join(names)}; an alias's base is a registered variant, not an alias",
+                ),
+                Field(description="The registered variant it configures (not another alias)."),
+            )
+        },
+    )
+    base = type(
+        "VariantsBase",
+        (VariantsBlock,),
+        {
+            "__module__": __name__,
+            "__annotations__": {"__pydantic_extra__": dict[VariantName, alias]},
+            "alias_model": alias,
+        },
+    )
+    fields = {
+        f"k{i}_{name}": (
+            training,
+            Field(
+                default_factory=training,
+                alias=name,
+                description=f"{name}'s settings: they win over its paper's and the shared training block.",
+                json_schema_extra=SECTION_DEFAULT,
+            ),
+        )
+        for i, name in enumerate(names)
+    }
+    return create_model("Variants", __base__=base, **fields)  # type: ignore[call-overload]
+
+
 def _section(model: type[BaseModel], description: str) -> tuple[Any, Any]:
     return model, Field(
         default_factory=model, description=description, json_schema_extra=SECTION_DEFAULT
@@ -192,10 +326,22 @@ def study_model(
         __base__=Section,
         __doc__="The other two axes of the grid dataset x variant x max_length.",
         variant=(
-            distinct_list(registered("variant", names)),
+            distinct_list(
+                Annotated[
+                    VariantName,
+                    WithJsonSchema(
+                        {
+                            "anyOf": [
+                                {"type": "string", "enum": names},
+                                {**ALIAS_NAME_SCHEMA, "description": ALIAS_TEXT},
+                            ]
+                        }
+                    ),
+                ]
+            ),
             Field(
                 ["pointwise"],
-                description="Registered re-ranker variants (`reranklab variants` lists them).",
+                description="Re-ranker variants: registered ones (`reranklab variants` lists them) and aliases defined under `variants`.",
             ),
         ),
         max_length=(
@@ -217,17 +363,7 @@ def study_model(
             for entry in datasets
         },
     )
-    per_variant = _keyed(
-        "Variants",
-        "variant",
-        {
-            name: (
-                training,
-                f"{name}'s settings: they win over its paper's and the shared training block.",
-            )
-            for name in names
-        },
-    )
+    per_variant = _variants(names, training)
     return create_model(
         "Study",
         __base__=Section,
@@ -273,12 +409,26 @@ def study_model(
         ),
         variants=_section(
             per_variant,
-            "Per-variant overrides of `training` (keyed by variant name); they win over the variant's paper settings.",
+            "Per-variant overrides of `training` (keyed by variant name); they win over the variant's paper settings. A key that is no registered variant defines an alias: {base: <registered variant>, <training keys>}, a second configuration of it (e.g. bertsel_epoch5: {base: bertsel, epochs: 5}) to name in grid.variant.",
         ),
         data=_section(Data, "Where raw files come from."),
         dvc=_section(Dvc, "What `dvc repro` passes to Snakemake (read by dvc.yaml only)."),
         mlflow=_section(Mlflow, "Experiment tracking."),
         report=_section(Report, "The study's tables and figures."),
+        paper=(
+            Paper | None,
+            Field(
+                None,
+                description="The paper the study replicates: {id, cite}; no step that trains, re-ranks or evaluates reads it. null = none.",
+            ),
+        ),
+        deviations=(
+            Deviations,
+            Field(
+                [],
+                description="Where the study knowingly departs from its paper: a list of {name, what, why, affects}; no step that trains, re-ranks or evaluates reads it.",
+            ),
+        ),
     )
 
 
@@ -287,6 +437,7 @@ def validate_study(
     config: Mapping[str, Any],
     source: str = "config",
     labels: Mapping[str, str] | None = None,
+    complete: bool = True,
 ) -> None:
     """Raise ConfigError naming ``source`` and the first wrong key if ``config`` breaks ``model``.
 
@@ -295,11 +446,52 @@ def validate_study(
         config: a config file's content, or the merge of several.
         source: the file(s), for the message.
         labels: dataset name -> how messages call it (``nfL6``).
+        complete: ``config`` is the whole study (not one of the files merged into it), so every
+            name in ``grid.variant`` must be a registered variant or an alias it defines.
     """
     try:
         model.model_validate(dict(config), strict=True)
     except ValidationError as exc:
         raise config_error(exc, model, source=source, labels=labels) from None
+    if complete:
+        _check_grid_variants(model, config, source)
+
+
+def registered_variants(model: type[Section]) -> tuple[str, ...]:
+    """The registered variants of a :func:`study_model` (its ``variants`` block's own keys)."""
+    block = model.model_fields["variants"].annotation
+    assert isinstance(block, type) and issubclass(block, BaseModel)
+    return tuple(field.alias or name for name, field in block.model_fields.items())
+
+
+def aliases(config: Mapping[str, Any], registered: Sequence[str]) -> dict[str, str]:
+    """``{alias: base}`` of the aliases a (valid) config defines under ``variants``.
+
+    Example:
+        >>> aliases({"variants": {"dmn": {}, "dmn_e3": {"base": "dmn", "episodes": 3}}}, ["dmn"])
+        {'dmn_e3': 'dmn'}
+    """
+    blocks = config.get("variants") or {}
+    return {
+        name: str(block[ALIAS_BASE])
+        for name, block in blocks.items()
+        if name not in registered and isinstance(block, Mapping) and ALIAS_BASE in block
+    }
+
+
+def _check_grid_variants(model: type[Section], config: Mapping[str, Any], source: str) -> None:
+    registered = registered_variants(model)
+    defined = aliases(config, registered)
+    for i, name in enumerate((config.get("grid") or {}).get("variant") or []):
+        if name not in registered and name not in defined:
+            known = ", ".join(registered)
+            if defined:
+                known += f"; aliases: {', '.join(defined)}"
+            key = ("grid", "variant", i)
+            raise ConfigError(
+                f"{source}: unknown variant {name!r} in {dotted(key[:-1])} (key {dotted(key)};"
+                f" known: {known}; or define an alias: variants.{name}: {{base: <variant>, ...}})"
+            )
 
 
 def study_defaults(model: type[Section]) -> dict[str, Any]:

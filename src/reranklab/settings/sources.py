@@ -4,7 +4,9 @@
 Training: the model's defaults < the shared ``training`` block < the variant's paper settings <
 ``variants.<name>``, merged key by key (a nested block such as ``validation`` too, so that
 ``variants.dmn.validation: {patience: 5}`` keeps the preset's measure); the shared block may
-restate every default without undoing a preset. Protocol: the dataset's own protocol < the
+restate every default without undoing a preset. An alias (``variants.<alias>: {base: <variant>,
+...}``, a second configuration of a registered variant) adds its own block last, over its base's
+layers. Protocol: the dataset's own protocol < the
 user's ``protocol.<dataset>``, where a null keeps the dataset's value and ``options`` merge key
 by key. The study's own layers: ``params.yaml`` < override files < ``snakemake --config`` values
 (:func:`typed_overrides`).
@@ -74,6 +76,43 @@ def typed_overrides(values: Any) -> Any:
     return values
 
 
+ALIAS_BASE = "base"  # the key of a variants.<alias> block that names its registered variant
+
+
+def alias_base(config: Mapping[str, Any], variant: str) -> str | None:
+    """The registered variant that ``variant`` is an alias of, or ``None`` when it is no alias.
+
+    An alias is a block ``variants.<alias>`` with a ``base`` key: a second configuration of a
+    registered variant under a name of its own (``bertsel_epoch5: {base: bertsel, epochs: 5}``).
+
+    Example:
+        >>> config = {"variants": {"bertsel_epoch5": {"base": "bertsel", "epochs": 5}, "dmn": {}}}
+        >>> alias_base(config, "bertsel_epoch5"), alias_base(config, "dmn"), alias_base({}, "dmn")
+        ('bertsel', None, None)
+    """
+    block = (config.get("variants") or {}).get(variant)
+    if isinstance(block, Mapping) and isinstance(block.get(ALIAS_BASE), str):
+        return str(block[ALIAS_BASE])
+    return None
+
+
+def variant_blocks(config: Mapping[str, Any], variant: str) -> tuple[Source, ...]:
+    """The ``variants.<name>`` blocks that set ``variant``'s training, lowest priority first:
+    its own, or for an alias its base's and then its own (without ``base``).
+
+    Example:
+        >>> config = {"variants": {"dmn": {"episodes": 2}, "dmn_e3": {"base": "dmn", "episodes": 3}}}
+        >>> variant_blocks(config, "dmn_e3")
+        (('variants.dmn', {'episodes': 2}), ('variants.dmn_e3', {'episodes': 3}))
+    """
+    blocks = config.get("variants") or {}
+    base = alias_base(config, variant)
+    own = {k: v for k, v in (blocks.get(variant) or {}).items() if k != ALIAS_BASE}
+    if base is None:
+        return ((f"variants.{variant}", own),)
+    return ((f"variants.{base}", blocks.get(base) or {}), (f"variants.{variant}", own))
+
+
 def training_sources(
     config: Mapping[str, Any], variant: str, defaults: Mapping[str, Any], paper: Mapping[str, Any]
 ) -> tuple[Source, ...]:
@@ -81,19 +120,22 @@ def training_sources(
 
     Args:
         config: the study configuration.
-        variant: the variant's name.
+        variant: the variant's name, a registered one or an alias (:func:`alias_base`).
         defaults: the model's defaults of the ``training`` block.
-        paper: the variant's paper settings (its settings class's preset).
+        paper: the paper settings of the (base) variant (its settings class's preset).
 
     Example:
         >>> [name for name, _ in training_sources({}, "monobert", {}, {})]
         ['defaults', 'training', 'monobert paper settings', 'variants.monobert']
+        >>> alias = {"variants": {"monobert_large": {"base": "monobert"}}}
+        >>> [name for name, _ in training_sources(alias, "monobert_large", {}, {})]
+        ['defaults', 'training', 'monobert paper settings', 'variants.monobert', 'variants.monobert_large']
     """
     return (
         ("defaults", defaults),
         ("training", config.get("training") or {}),
-        (f"{variant} paper settings", paper),
-        (f"variants.{variant}", (config.get("variants") or {}).get(variant) or {}),
+        (f"{alias_base(config, variant) or variant} paper settings", paper),
+        *variant_blocks(config, variant),
     )
 
 

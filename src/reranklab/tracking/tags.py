@@ -49,6 +49,8 @@ def run_tags(cell: Mapping[str, Any], key: str, role: str) -> dict[str, str]:
         ROLE_TAG: role,
         CELL_TAG: key,
     }
+    if cell.get("base"):  # an alias of a registered variant (reranklab.config.resolve_variant)
+        tags[f"{TAG_PREFIX}base_variant"] = str(cell["base"])
     if cell.get("seeds"):
         tags[SEED_TAG] = str(cell["seed"])
     return tags

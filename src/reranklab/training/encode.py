@@ -17,7 +17,7 @@ from typing import Any
 from reranklab.errors import ConfigError
 from reranklab.features.batch import collator_for
 from reranklab.models.encoder import select_device, set_threads
-from reranklab.models.registry import get_variant
+from reranklab.models.registry import cell_spec
 from reranklab.settings.training import training_view
 
 log = logging.getLogger(__name__)
@@ -63,8 +63,8 @@ def encode_fold(
     """Write the frozen-feature cache of one fold for the cell's variant.
 
     Args:
-        cell: ``variant``, ``max_length`` and ``training`` (``encoder``, ``device``,
-            ``eval_batch_size``) of the resolved cell.
+        cell: ``variant`` (and an alias's ``base``), ``max_length`` and ``training``
+            (``encoder``, ``device``, ``eval_batch_size``) of the resolved cell.
         examples_path: the fold's sampled training examples.
         candidates: the first-stage run.
         test_qids: the fold's test queries.
@@ -87,7 +87,7 @@ def encode_fold(
         1140
     """
     started = time.perf_counter()
-    spec = get_variant(cell["variant"])
+    spec = cell_spec(cell)
     if not spec.needs_cache:
         raise ConfigError(
             f"variant {spec.name!r} has no encode step (only variants on a frozen, cached encoder do)"

@@ -38,7 +38,7 @@ from reranklab.features.packing import packed_if_supported
 from reranklab.io.atomic import atomic_directory
 from reranklab.io.json_io import write_json
 from reranklab.models.encoder import select_device, set_threads
-from reranklab.models.registry import get_variant
+from reranklab.models.registry import alias_of_cell, cell_spec
 from reranklab.progress import Status
 from reranklab.settings.training import training_view
 from reranklab.training import distributed
@@ -219,7 +219,7 @@ def passages_to_read(cell: Mapping[str, Any], examples_path: Path) -> set[str] |
         >>> passages_to_read({"variant": "bertlets"}, Path("results/samples/sample/fold0/triplets.parquet"))  # doctest: +SKIP
         {'P0001', 'P0017', ...}
     """
-    spec = get_variant(cell["variant"])
+    spec = cell_spec(cell)
     if spec.reads_collection:
         return None
     columns = read_examples(examples_path, collator_for(spec.example_kind).pid_columns)
@@ -286,8 +286,8 @@ def train_model(
     """Fine-tune the cell's variant on the examples and save it to ``out_dir``.
 
     Args:
-        cell: the resolved cell (:func:`reranklab.config.resolve_cell`): ``variant``,
-            ``max_length``, ``seed`` and the ``training`` block are used.
+        cell: the resolved cell (:func:`reranklab.config.resolve_cell`): ``variant`` (and an
+            alias's ``base``), ``max_length``, ``seed`` and the ``training`` block are used.
         examples_path: Parquet of sampled examples: ``qid, pid, label`` (point-wise) or
             ``qid, pos_pid, neg_pid`` (triplets), as the variant's ``example_kind`` needs.
         queries: ``{qid: text}``.
@@ -323,7 +323,7 @@ def train_model(
     examples_path, out_dir = Path(examples_path), Path(out_dir)
     training = dict(cell["training"])  # the variant's hooks read their own settings from it
     settings = training_view(training)  # the shared ones, typed
-    spec = get_variant(cell["variant"])
+    spec = cell_spec(cell)  # an alias's cell: its base
     if spec.loss is None:
         raise ConfigError(f"variant {spec.name!r} registers no loss and cannot be trained")
     checkpointer = checkpointer or NoCheckpointer()
@@ -357,6 +357,9 @@ def train_model(
 
     seed_everything(seed)
     model = spec.build(settings.encoder, training, max_length)
+    alias = alias_of_cell(cell)
+    if alias:  # reranker.json and the model card name the study's configuration
+        model.alias = alias
     # On its device before featurizing: a featurizer may run (frozen) parts of the model.
     model.to(device)
     tokenize_started = time.perf_counter()
@@ -607,6 +610,7 @@ def train_model(
     ]
     stats = {
         "variant": spec.name,
+        **({"alias": alias} if alias else {}),
         "example_kind": spec.example_kind,
         "encoder": settings.encoder,
         "max_length": max_length,

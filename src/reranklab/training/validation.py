@@ -30,6 +30,7 @@ from typing import Any
 
 from reranklab.errors import ConfigError
 from reranklab.settings.base import field_defaults
+from reranklab.settings.sources import variant_blocks
 from reranklab.settings.training import Validation
 
 log = logging.getLogger(__name__)
@@ -115,10 +116,17 @@ def check_measure(
 
 def setting_key(config: Mapping[str, Any], variant: str, name: str) -> str:
     """Where the user sets a validation setting of ``variant``: ``variants.<v>.validation.<name>``
-    when that block names it, else ``training.validation.<name>`` (for error messages)."""
-    block = (config.get("variants") or {}).get(variant) or {}
-    if isinstance(block.get(KEY), Mapping) and name in block[KEY]:
-        return f"variants.{variant}.{KEY}.{name}"
+    when that block names it (an alias's own block first, then its base's), else
+    ``training.validation.<name>`` (for error messages).
+
+    Example:
+        >>> config = {"variants": {"dmn": {"validation": {"measure": "MRR"}}, "dmn_e3": {"base": "dmn"}}}
+        >>> setting_key(config, "dmn_e3", "measure"), setting_key(config, "dmn_e3", "patience")
+        ('variants.dmn.validation.measure', 'training.validation.patience')
+    """
+    for where, block in reversed(variant_blocks(config, variant)):
+        if isinstance(block.get(KEY), Mapping) and name in block[KEY]:
+            return f"{where}.{KEY}.{name}"
     return f"training.{KEY}.{name}"
 
 
@@ -147,16 +155,17 @@ def study_dev_fraction(config: Mapping[str, Any], variants: Sequence[str] = ()) 
         else 0.0
     )
     for variant in variants:
-        block = ((config.get("variants") or {}).get(variant) or {}).get(KEY)
-        if (
-            isinstance(block, Mapping)
-            and "dev_fraction" in block
-            and float(block["dev_fraction"] or 0.0) != fraction
-        ):
-            raise ConfigError(
-                f"variants.{variant}.{KEY}.dev_fraction: {block['dev_fraction']} differs from the study's {fraction}; the folds "
-                f"(and their held-out dev queries) are shared by every variant, so set dev_fraction in training.{KEY} only"
-            )
+        for where, settings in variant_blocks(config, variant):  # an alias: its base's block too
+            block = settings.get(KEY)
+            if (
+                isinstance(block, Mapping)
+                and "dev_fraction" in block
+                and float(block["dev_fraction"] or 0.0) != fraction
+            ):
+                raise ConfigError(
+                    f"{where}.{KEY}.dev_fraction: {block['dev_fraction']} differs from the study's {fraction}; the folds "
+                    f"(and their held-out dev queries) are shared by every variant, so set dev_fraction in training.{KEY} only"
+                )
     return fraction
 
 

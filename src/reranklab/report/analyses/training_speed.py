@@ -15,7 +15,9 @@ import pandas as pd
 from reranklab.report.analyses.figures import save_table
 from reranklab.report.analyses.study import StudyData
 
-LITE_OF = {"dmn_lite": "dmn", "bert_lite": "pointwise"}  # the lite variant -> its full model
+# The lite variant -> its full model: the first of these the grid has at the same max length
+# (bert_lite: BERT-DMN's fine-tuned BERT, else the point-wise BERT).
+LITE_OF = {"dmn_lite": ("dmn",), "bert_lite": ("bert", "pointwise")}
 
 
 def epoch_rows(stats: dict) -> list[dict]:
@@ -66,7 +68,16 @@ def training_speed(study: StudyData, dataset: str, out_dir: Path) -> list[Path]:
     }
     table["speedup_over_full"] = [
         (mean_speed.get((variant, length)) or 0) / full
-        if variant in LITE_OF and (full := mean_speed.get((LITE_OF[variant], length)))
+        if (
+            full := next(
+                (
+                    speed
+                    for name in LITE_OF.get(variant, ())
+                    if (speed := mean_speed.get((name, length)))
+                ),
+                None,
+            )
+        )
         else None
         for variant, length in zip(table["variant"], table["max_length"], strict=True)
     ]

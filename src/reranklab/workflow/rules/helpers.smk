@@ -2,8 +2,8 @@
 # step (--params) and its run options. Kept out of the rule files, which hold only rules.
 import shlex
 
+from reranklab.config import resolve_variant
 from reranklab.errors import ConfigError
-from reranklab.models.registry import get_variant
 from reranklab.training.validation import check_measure, setting_key, study_dev_fraction, validation_settings
 
 # -- first stage (rules/first_stage.smk) --------------------------------------------------------
@@ -57,22 +57,22 @@ def cache_dir(w):
 
 
 def cache_for(w):
-    """The fold's frozen-feature cache when the variant reads one, else nothing."""
-    return [cache_dir(w)] if get_variant(w.variant).needs_cache else []
+    """The fold's frozen-feature cache when the variant (an alias: its base) reads one, else nothing."""
+    return [cache_dir(w)] if resolve_variant(CFG, w.variant).spec.needs_cache else []
 
 
 def encode_params(w):
     # Only what changes the features (and how they are computed): encoder, max length, the head's fields.
-    cell = resolve_cell(CFG, w.dataset, w.variant, int(w.max_length))
+    resolved = resolve_variant(CFG, w.variant)
     keep = ("encoder", "device", "eval_batch_size", "threads")
-    return as_json({"variant": w.variant, "max_length": int(w.max_length), "training": {k: cell["training"][k] for k in keep}})
+    return as_json({**resolved.cell_names, "max_length": int(w.max_length), "training": {k: resolved.training[k] for k in keep}})
 
 
 # -- train (rules/train.smk) ----------------------------------------------------------------------
 
 
 def examples_for(w):
-    kind = get_variant(w.variant).example_kind
+    kind = resolve_variant(CFG, w.variant).spec.example_kind
     return f"results/samples/{w.dataset}{w.seed_dir}/fold{w.fold}/{'pointwise' if kind == 'pointwise' else 'triplets'}.parquet"
 
 
@@ -150,11 +150,14 @@ def seed_files(pattern):
 
 
 def grading_settings(dataset, variant, max_length):
-    """What `reranklab regress` matches a summary row by: the study, and a re-ranker's encoder and epochs."""
+    """What `reranklab regress` matches a summary row by: the study (and the paper it replicates,
+    where the config names one), and a re-ranker's encoder and epochs."""
+    paper = (CFG.get("paper") or {}).get("id")
+    study = {"study": CFG["study"], **({"paper": paper} if paper else {})}
     if max_length is None:
-        return {"study": CFG["study"]}
+        return study
     training = resolve_cell(CFG, dataset, variant, max_length)["training"]
-    return {"study": CFG["study"], "encoder": training["encoder"], "epochs": training["epochs"]}
+    return {**study, "encoder": training["encoder"], "epochs": training["epochs"]}
 
 
 def summary_settings():
@@ -174,7 +177,13 @@ def summary_settings():
 
 
 # The matrix files that exist: a workflow run without studies/ still runs (and grades nothing).
-REGRESSION_MATRIX = [path for path in ("studies/published.yaml", "studies/expected.yaml") if os.path.exists(path)]
+REGRESSION_MATRIX = [
+    path
+    for path in ("studies/published.yaml", "studies/external.yaml", "studies/expected.yaml")
+    if os.path.exists(path)
+]
+# The papers' findings, graded beside the numbers (none: the numbers alone).
+REGRESSION_CLAIMS = [path for path in ("studies/claims.yaml",) if os.path.exists(path)]
 
 
 def tracking_options(w):
