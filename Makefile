@@ -1,6 +1,7 @@
 # Two entry points for a fresh machine (see README):
 #   make quickstart   install, then run the offline quick-start study (CPU, minutes)
 #   make regress      the quick start, graded against studies/*.yaml (fails on a FAIL line)
+#   make readme-tables  the README's matrix and claims tables, from studies/results/
 #   make test         install, then run the test suite
 PYTHON ?= python3
 VENV := .venv
@@ -13,7 +14,7 @@ export HF_HUB_OFFLINE := 1
 export HF_HUB_DISABLE_PROGRESS_BARS := 1
 export DVC_NO_ANALYTICS := 1
 
-.PHONY: install quickstart regress dvc-lock test lint clean
+.PHONY: install quickstart regress readme-tables dvc-lock test lint clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -38,6 +39,12 @@ quickstart: install
 # regress rule writes results/regression.md without failing).
 regress: quickstart
 	$(BIN)/reranklab regress --summary results/summary.json --out results/regression.md
+
+# The README's matrix and claims tables, graded from the recorded results (studies/results/*/*):
+# written by the command, never by hand (a test checks that they are current).
+RECORDED := $(sort $(wildcard studies/results/*/*/summary.json))
+readme-tables: install
+	$(BIN)/reranklab regress --summary $(dir $(RECORDED)) --readme README.md --exit-zero > /dev/null
 
 # dvc.lock records the quick start (params.yaml's dvc.configfiles): re-record it after changing
 # the code, the rules or the configs, so that `make quickstart` leaves `dvc status` clean.

@@ -20,7 +20,16 @@ from reranklab.workflow.init import init_study, study_files
 from tests.conftest import tool_env
 
 # What a wheel is built from (a copy: building in the checkout would leave build/ and egg-info).
-SOURCES = ("pyproject.toml", "README.md", "Snakefile", "params.yaml", "config", "src")
+SOURCES = (
+    "pyproject.toml",
+    "README.md",
+    "Snakefile",
+    "params.yaml",
+    "config",
+    "studies",
+    "envs",
+    "src",
+)
 
 
 def _run(command: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
@@ -36,7 +45,7 @@ def test_the_package_holds_the_workflow_and_one_copy_of_each_rule(repo):
     assert not (repo / "workflow" / "rules").exists()
     assert sorted(p.name for p in (repo / "workflow").iterdir()) == ["Snakefile"]
     # The study templates are the checkout's own files, not copies.
-    for name in ("Snakefile", "params.yaml", "config"):
+    for name in ("Snakefile", "params.yaml", "config", "studies", "envs"):
         assert (STUDY / name).resolve() == (repo / name).resolve(), name
 
 
@@ -45,6 +54,13 @@ def test_init_writes_a_study_and_never_replaces_a_file(tmp_path):
     names = {str(path) for path in written}
     assert {"Snakefile", "params.yaml", "config/quickstart.yaml", "config/README.md"} <= names
     assert "profiles/slurm/config.v8+.yaml" in names
+    # The papers' studies, matrix and claims, and the Conda environment, ship with the package.
+    assert {
+        "studies/bertdmn2021.yaml",
+        "studies/published.yaml",
+        "studies/claims.yaml",
+        "envs/reranklab.yaml",
+    } <= names
     assert all((tmp_path / "study" / name).is_file() for name in names)
     assert [str(target) for _, target in study_files()] == [str(path) for path in written]
     (tmp_path / "study" / "params.yaml").write_text("study: mine\n")
@@ -111,6 +127,10 @@ def test_a_study_runs_from_the_installed_wheel_outside_the_repository(repo, tmp_
         "reranklab/workflow/study/params.yaml",
         "reranklab/workflow/study/config/quickstart.yaml",
         "reranklab/workflow/study/config/README.md",
+        "reranklab/workflow/study/studies/mass2019.yaml",
+        "reranklab/workflow/study/studies/published.yaml",
+        "reranklab/workflow/study/studies/claims.yaml",
+        "reranklab/workflow/study/envs/reranklab.yaml",
     ):
         assert packaged in names, packaged
     # The templates are files in the wheel, with the checkout's content (not links).
@@ -164,3 +184,8 @@ def test_a_study_runs_from_the_installed_wheel_outside_the_repository(repo, tmp_
     assert "Job stats:" in output and "summarize" in output and "regress" in output
     assert str(repo / "src") not in output
     assert not (study / "results").exists()  # a dry run writes nothing
+    # The matrix and the claims come with the package: graded from a folder without studies/.
+    bare = tmp_path / "elsewhere" / "bare"
+    bare.mkdir()
+    graded = _run(["reranklab", "regress", "--json"], bare, env).stdout
+    assert '"claims"' in graded and '"NOT RUN"' in graded

@@ -575,25 +575,63 @@ def cmd_summarize(args: argparse.Namespace) -> None:
 
 
 def cmd_regress(args: argparse.Namespace) -> None:
-    from reranklab.io import atomic_write_text
-    from reranklab.report import regress
+    from reranklab.io import atomic_write_text, markers
+    from reranklab.report import claims, regress
+    from reranklab.report.evidence import load_evidence
 
-    matrix = args.matrix if args.matrix is not None else list(regress.DEFAULT_MATRIX)
+    matrix = args.matrix if args.matrix is not None else regress.default_matrix()
     summaries = args.summary
     if summaries is None:
         # No summary given: grade the default one if the study ran, else print the matrix as NOT RUN.
         summaries = [regress.DEFAULT_SUMMARY] if Path(regress.DEFAULT_SUMMARY).is_file() else []
+    evidence = load_evidence(summaries)
     entries = [entry for path in matrix for entry in regress.load_matrix(path)]
-    grades = regress.grade(entries, regress.load_summaries(summaries), study=args.study)
+    grades = regress.grade(entries, evidence.rows, study=args.study)
+    claims_path = args.claims if args.claims is not None else regress.default_path("claims.yaml")
+    graded_claims: list = []
+    if claims_path and not args.no_claims:
+        found = claims.load_claims(claims_path)
+        graded_claims = claims.grade_claims(
+            found.claims, evidence, found.alpha, found.correction, paper=args.study
+        )
     if args.json:
-        print(json.dumps(regress.to_json(grades), indent=2))
+        print(
+            json.dumps(
+                {**regress.to_json(grades), "claims": claims.to_json(graded_claims)}, indent=2
+            )
+        )
     else:
         print(regress.format_text(grades), end="")
+        if graded_claims:
+            print(claims.format_text(graded_claims), end="")
     if args.out:
-        atomic_write_text(args.out, regress.format_markdown(grades))
+        text = regress.format_markdown(grades)
+        if graded_claims:
+            text += "\n" + claims.format_markdown(graded_claims)
+        atomic_write_text(args.out, text)
         log.info("regression report written to %s", args.out)
+    if args.readme:
+        readme = Path(args.readme)
+        text = markers.replace_section(
+            readme.read_text(encoding="utf-8"),
+            "regress:matrix",
+            regress.format_readme(grades),
+            readme,
+        )
+        if graded_claims:
+            table = claims.format_markdown(graded_claims, title=None)
+            text = markers.replace_section(text, "regress:claims", table, readme)
+        atomic_write_text(readme, text)
+        log.info("the matrix and claims tables of %s rewritten", readme)
     if regress.counts(grades)[regress.FAIL] and not args.exit_zero:
         raise SystemExit(1)
+
+
+def cmd_record(args: argparse.Namespace) -> None:
+    from reranklab.report.evidence import record
+
+    written = record(args.summary, args.out, args.command, args.wall_seconds)
+    print(f"recorded {len(written)} files in {args.out}")
 
 
 def cmd_score(args: argparse.Namespace) -> None:
@@ -1090,15 +1128,29 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--study", default=None, help="grade only this study's entries")
     p.add_argument(
         "--summary",
-        nargs="+",
+        nargs="*",
         default=None,
-        help="summary.json of finished studies (default: results/summary.json if present)",
+        help="summary.json of finished studies, or recorded result folders (studies/results/...); "
+        "default: results/summary.json if present (--summary alone: none, the matrix as NOT RUN)",
     )
     p.add_argument(
         "--matrix",
         nargs="*",
         default=None,
-        help="matrix files (default: studies/published.yaml studies/expected.yaml)",
+        help="matrix files (default: studies/published.yaml, external.yaml and expected.yaml, "
+        "here or shipped in the package)",
+    )
+    p.add_argument(
+        "--claims",
+        default=None,
+        help="the papers' findings to grade (default: studies/claims.yaml, here or in the package)",
+    )
+    p.add_argument("--no-claims", action="store_true", help="grade the numbers only")
+    p.add_argument(
+        "--readme",
+        default=None,
+        help="rewrite the matrix and claims tables between this file's regress:matrix and "
+        "regress:claims markers (README.md)",
     )
     p.add_argument(
         "--out",
@@ -1111,6 +1163,17 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="exit 0 even when an entry FAILs (the DAG's regress rule)",
     )
+
+    p = add(
+        "record",
+        cmd_record,
+        "keep a finished study's results for grading without re-running: summary, per-query "
+        "values, epoch timings and provenance (e.g. under studies/results/minilm-cpu/<study>/)",
+    )
+    p.add_argument("--summary", default="results/summary.json", help="the study's summary.json")
+    p.add_argument("--out", required=True, help="the folder to write")
+    p.add_argument("--command", required=True, help="the command that produced the results")
+    p.add_argument("--wall-seconds", type=float, default=None, help="how long it took")
 
     p = add(
         "score",

@@ -33,6 +33,7 @@ import yaml
 
 from reranklab.bench.settings import BenchSettings
 from reranklab.errors import ConfigError
+from reranklab.io import markers
 
 log = logging.getLogger(__name__)
 
@@ -167,12 +168,7 @@ def replace_section(text: str, name: str, section: str, source: object = "file")
         <!-- bench-suite:x:end -->
         b
     """
-    start, end = f"<!-- bench-suite:{name}:start -->", f"<!-- bench-suite:{name}:end -->"
-    lines = text.splitlines(keepends=True)
-    marks = [i for i, line in enumerate(lines) if line.strip() in (start, end)]
-    if len(marks) != 2 or lines[marks[0]].strip() != start:
-        raise ConfigError(f"{source}: needs one line {start} and, after it, one line {end}")
-    return "".join(lines[: marks[0] + 1]) + section + "".join(lines[marks[1] :])
+    return markers.replace_section(text, f"bench-suite:{name}", section, source)
 
 
 def run_suite(

@@ -3,8 +3,12 @@
 The matrix is data, in YAML files under ``studies/`` (Pyserini's two-click reproductions and
 Anserini's regressions work the same way):
 
-- ``studies/published.yaml`` (``kind: published``): every number the seed papers publish,
-  with the paper, table and citation;
+- ``studies/published.yaml`` (``kind: published``): every number the five seed papers print,
+  each with its ``id`` (``<paper>/<table>/<row>/<column>``), the table, row and column as
+  printed, the exact condition of the number and ``cite: papers/<file>:<line>``, the line of
+  the paper's text that holds it (``printed``);
+- ``studies/external.yaml`` (``kind: published``): numbers of other works that a study is
+  graded against (``source:`` instead of ``cite:``, ``verified: false``);
 - ``studies/expected.yaml`` (``kind: expected``): this project's own measured numbers, with the
   commit and command that measured them.
 
@@ -15,17 +19,22 @@ that must be equal, e.g. ``{epochs: 3}``), a ``measure`` and its ``value``; a pe
 ``tolerance`` wins over the file's. Nothing condition-specific lives in this code.
 
 Grading reads the ``rows`` of one or more ``results/summary.json`` (each row carries the study,
-dataset, variant, max length and, for re-rankers, the encoder and epochs) and gives each entry
-one status:
+the paper it replicates when the study names one, dataset, variant, max length and, for
+re-rankers, the encoder and epochs) and gives each entry one status:
 
 - ``OK``: exactly one row matches and ``|measured − value| ≤ tolerance``;
 - ``FAIL``: the difference is larger, or several rows match (the entry is ambiguous);
+- ``NOT COMPARABLE``: the row exists but was measured with another encoder than the paper's (a
+  replication of the paper with MiniLM, say): its value is shown, never graded;
 - ``NOT RUN``: no given summary holds the condition (a study that needs a GPU, another encoder,
-  a measure the summary does not report).
+  a measure the summary does not report);
+- ``QUOTED``: the paper prints another work's number (``quoted_from``): never the paper's own;
+- ``NOT REPRODUCIBLE``: reranklab has no variant, data or measure for it (``not_reproducible``
+  says why; a row of no reranklab variant, a query count, a throughput of the authors' GPU).
 
 Loading (:func:`load_matrix`, :func:`load_summaries`), grading (:func:`grade`) and rendering
 (:func:`format_text`, :func:`format_markdown`, :func:`to_json`) are separate, like ranx's
-``Report``.
+``Report``. The papers' stated findings are graded by :mod:`reranklab.report.claims`.
 """
 
 from __future__ import annotations
@@ -44,7 +53,9 @@ from reranklab.evaluation.measures import BY_NAME, NAMES
 from reranklab.io import read_json
 
 OK, FAIL, NOT_RUN = "OK", "FAIL", "NOT RUN"
-DEFAULT_MATRIX = ("studies/published.yaml", "studies/expected.yaml")
+NOT_COMPARABLE, QUOTED, NOT_REPRODUCIBLE = "NOT COMPARABLE", "QUOTED", "NOT REPRODUCIBLE"
+STATUSES = (OK, FAIL, NOT_COMPARABLE, NOT_RUN, QUOTED, NOT_REPRODUCIBLE)
+DEFAULT_MATRIX = ("studies/published.yaml", "studies/external.yaml", "studies/expected.yaml")
 DEFAULT_SUMMARY = "results/summary.json"
 KINDS = ("published", "expected")
 # Fallback tolerances when a file gives none: a paper's number is reproduced within a couple
@@ -54,20 +65,39 @@ DEFAULT_TOLERANCE = {"published": 0.02, "expected": 0.005}
 # The display names a matrix may use: what the evaluation reports, plus R@1000 (TREC-DL
 # papers publish it; an entry in a measure the summary lacks is NOT RUN, not an error).
 MEASURES: tuple[str, ...] = tuple(dict.fromkeys((*NAMES, *BY_NAME, "R@1000")))
+# What else a paper's tables print: kept in the matrix so that it shows the whole paper, never
+# graded against a summary row (a throughput is graded as a ratio by the claims).
+OTHER_MEASURES = ("batches/s", "queries", "relative improvement %", "share of queries %")
 # Two floats that print the same to many digits are equal: an edge of the tolerance is inside.
 EPSILON = 1e-9
 
 _COMMON_REQUIRED = ("dataset", "variant", "measure", "value")
 _COMMON_OPTIONAL = ("study", "max_length", "model", "where", "tolerance", "note")
 REQUIRED_KEYS = {
-    "published": ("paper", "table", "model", "citation", *_COMMON_REQUIRED),
+    "published": ("paper", "table", "model", *_COMMON_REQUIRED),
     "expected": ("study", "source", *_COMMON_REQUIRED),
 }
+# A published entry cites a line of the paper (``cite``) or, for another work's number, gives
+# its ``source`` (with ``verified: false`` where no text was at hand to check it).
+PUBLISHED_INFO = (
+    "id",
+    "row",
+    "column",
+    "split",
+    "printed",
+    "scale",
+    "cite",
+    "source",
+    "verified",
+    "condition",
+    "quoted_from",
+    "not_reproducible",
+)
 OPTIONAL_KEYS = {
-    "published": (*_COMMON_OPTIONAL, "confirmed_by"),
+    "published": (*_COMMON_OPTIONAL, *PUBLISHED_INFO),
     "expected": _COMMON_OPTIONAL,
 }
-NULLABLE_KEYS = ("model",)
+NULLABLE_KEYS = ("model", "variant")
 FILE_KEYS = ("kind", "tolerance", "description", "entries")
 
 
@@ -79,7 +109,8 @@ class Entry:
         kind: ``published`` or ``expected``.
         origin: ``<file> entry <i>``, for messages.
         study: the study (``study:`` of its config, the summary's title) that runs the condition.
-        dataset, variant: the summary row's dataset and variant (``bm25``/``pool`` for a first stage).
+        dataset, variant: the summary row's dataset and variant (``bm25``/``pool`` for a first
+            stage; ``None``: a row of the paper that no reranklab variant runs).
         measure: display name (``MAP``, ``MRR@10``, ...).
         value: the published or measured value.
         tolerance: largest absolute difference still graded OK.
@@ -93,7 +124,7 @@ class Entry:
     origin: str
     study: str
     dataset: str
-    variant: str
+    variant: str | None
     measure: str
     value: float
     tolerance: float
@@ -103,9 +134,14 @@ class Entry:
     info: Mapping[str, Any] = field(default_factory=dict)
 
     @property
+    def paper(self) -> str | None:
+        """The paper of a published entry (its study replicates it), else ``None``."""
+        return self.info.get("paper") if self.kind == "published" else None
+
+    @property
     def condition(self) -> str:
         """``study: dataset/variant/L256 [model]`` for lines and tables."""
-        text = f"{self.dataset}/{self.variant}" + (
+        text = f"{self.dataset}/{self.variant or '–'}" + (
             "" if self.max_length is None else f"/L{self.max_length}"
         )
         extra = [self.model] if self.model else []
@@ -114,10 +150,26 @@ class Entry:
 
     @property
     def reference(self) -> str:
-        """Where the value comes from: ``paper, table`` or the expected entry's source."""
+        """Where the value comes from: the paper's line, another work, or the measuring command."""
         if self.kind == "published":
-            return f"{self.info.get('paper')}, {self.info.get('table')}"
+            return str(self.info.get("cite") or self.info.get("source") or self.info.get("paper"))
         return str(self.info.get("source", ""))
+
+    @property
+    def graded_against_rows(self) -> bool:
+        """Whether a summary row can grade it: the paper's own number of a reranklab variant."""
+        return self._not_graded() is None
+
+    def _not_graded(self) -> tuple[str, str] | None:
+        if self.info.get("quoted_from"):
+            return QUOTED, f"quoted from {self.info['quoted_from']}"
+        if self.info.get("not_reproducible"):
+            return NOT_REPRODUCIBLE, str(self.info["not_reproducible"])
+        if self.variant is None:
+            return NOT_REPRODUCIBLE, "no reranklab variant runs this row"
+        if self.measure not in MEASURES:
+            return NOT_REPRODUCIBLE, f"{self.measure} is not a measure of the summary"
+        return None
 
 
 @dataclass(frozen=True)
@@ -157,25 +209,48 @@ def _check_entry(path: Path, index: int, raw: Any, kind: str, default_tolerance:
             )
     for key in REQUIRED_KEYS[kind]:
         # `model: null` is an answer (any encoder: BM25, word-vector models); an absent key is not.
-        if key not in raw or (key not in NULLABLE_KEYS and raw[key] in (None, "")):
+        nullable = key in NULLABLE_KEYS and (key == "model" or kind == "published")
+        if key not in raw or (not nullable and raw[key] in (None, "")):
             raise _fail(
                 path,
                 f"{where}, key {key}",
                 f"missing (a {kind} entry needs {', '.join(REQUIRED_KEYS[kind])})",
             )
-    for key in ("dataset", "variant", "study", "model", "paper", "citation", "source", "table"):
+    if kind == "published" and not (raw.get("cite") or raw.get("source")):
+        raise _fail(
+            path,
+            f"{where}, key cite",
+            "missing (a published entry cites the paper's line, papers/<file>:<line>, "
+            "or names another work's source)",
+        )
+    for key in (
+        "dataset",
+        "variant",
+        "study",
+        "model",
+        "paper",
+        "cite",
+        "source",
+        "table",
+        "id",
+        "quoted_from",
+        "not_reproducible",
+    ):
         if key in raw and raw[key] is not None and not isinstance(raw[key], str):
             raise _fail(path, f"{where}, key {key}", f"expected a string, got {raw[key]!r}")
-    if raw["measure"] not in MEASURES:
+    known = MEASURES + (OTHER_MEASURES if kind == "published" else ())
+    if raw["measure"] not in known:
         raise _fail(
             path,
             f"{where}, key measure",
-            f"unknown measure {raw['measure']!r} (known: {', '.join(MEASURES)})",
+            f"unknown measure {raw['measure']!r} (known: {', '.join(known)})",
         )
-    if not _number(raw["value"]) or not 0.0 <= raw["value"] <= 1.0:
-        raise _fail(
-            path, f"{where}, key value", f"expected a number in [0, 1], got {raw['value']!r}"
-        )
+    in_unit_range = raw["measure"] not in MEASURES or (
+        _number(raw["value"]) and 0.0 <= raw["value"] <= 1.0
+    )
+    if not _number(raw["value"]) or not in_unit_range:
+        wanted = "a number in [0, 1]" if raw["measure"] in MEASURES else "a finite number"
+        raise _fail(path, f"{where}, key value", f"expected {wanted}, got {raw['value']!r}")
     tolerance = raw.get("tolerance", default_tolerance)
     if not _number(tolerance) or tolerance < 0:
         raise _fail(path, f"{where}, key tolerance", f"expected a number >= 0, got {tolerance!r}")
@@ -197,7 +272,7 @@ def _check_entry(path: Path, index: int, raw: Any, kind: str, default_tolerance:
         )
     info = {
         k: raw[k]
-        for k in ("paper", "table", "citation", "source", "note", "confirmed_by")
+        for k in ("paper", "table", "source", "note", *PUBLISHED_INFO)
         if raw.get(k) is not None
     }
     return Entry(
@@ -206,7 +281,7 @@ def _check_entry(path: Path, index: int, raw: Any, kind: str, default_tolerance:
         # A paper's numbers are reproduced by the study of the same name unless the entry says otherwise.
         study=str(raw.get("study") or raw.get("paper")),
         dataset=raw["dataset"],
-        variant=raw["variant"],
+        variant=raw.get("variant"),
         measure=raw["measure"],
         value=float(raw["value"]),
         tolerance=float(tolerance),
@@ -261,6 +336,15 @@ def load_matrix(path: str | os.PathLike[str]) -> list[Entry]:
     seen: dict[tuple, int] = {}
     for index, raw in enumerate(raw_entries):
         entry = _check_entry(path, index, raw, kind, float(tolerance))
+        if entry.info.get("id"):
+            # A paper may print one condition twice (Table 2 and Table 3, a table and its text):
+            # its entries differ by id, and the id is what must be unique.
+            key: tuple = ("id", entry.info["id"])
+            if key in seen:
+                raise _fail(path, f"entry {index}, key id", f"same id as entry {seen[key]}")
+            seen[key] = index
+            entries.append(entry)
+            continue
         key = (
             entry.study,
             entry.dataset,
@@ -321,15 +405,44 @@ def _row_name(row: Mapping[str, Any]) -> str:
     return f"{row['dataset']}/{row['variant']}" + ("" if length is None else f"/L{length}")
 
 
-def _matches(entry: Entry, row: Mapping[str, Any]) -> bool:
+def _of_study(entry: Entry, row: Mapping[str, Any]) -> bool:
+    # A study that replicates the paper under another name (MiniLM on CPU, say) names the paper.
+    return row.get("study") == entry.study or (
+        entry.paper is not None and row.get("paper") == entry.paper
+    )
+
+
+def _matches(entry: Entry, row: Mapping[str, Any], encoder: bool = True) -> bool:
     if (row["dataset"], row["variant"]) != (entry.dataset, entry.variant):
         return False
     if entry.max_length is not None and row.get("max_length") != entry.max_length:
         return False
     # The model names the encoder of a re-ranker; a first-stage row has none.
-    if entry.model is not None and not row.get("first_stage") and row.get("encoder") != entry.model:
+    if (
+        encoder
+        and entry.model is not None
+        and not row.get("first_stage")
+        and row.get("encoder") != entry.model
+    ):
         return False
     return all(row.get(key) == value for key, value in entry.where.items())
+
+
+def _not_comparable(entry: Entry, rows: Sequence[Mapping[str, Any]]) -> Grade | None:
+    """The one row of the condition that another encoder ran: shown, never graded."""
+    other = [row for row in rows if _matches(entry, row, encoder=False)]
+    if len(other) != 1 or other[0].get(entry.measure) is None:
+        return None
+    row = other[0]
+    measured = float(row[entry.measure])
+    return Grade(
+        entry,
+        NOT_COMPARABLE,
+        measured=measured,
+        diff=measured - entry.value,
+        row=_row_name(row),
+        reason=f"measured with {row.get('encoder')}, the paper with {entry.model}",
+    )
 
 
 def grade_entry(entry: Entry, rows: Sequence[Mapping[str, Any]]) -> Grade:
@@ -340,11 +453,17 @@ def grade_entry(entry: Entry, rows: Sequence[Mapping[str, Any]]) -> Grade:
         >>> grade_entry(e, [{"study": "qs", "dataset": "sample", "variant": "bm25", "MAP": 0.495}]).status
         'OK'
     """
-    in_study = [row for row in rows if row.get("study") == entry.study]
+    not_graded = entry._not_graded()
+    if not_graded is not None:
+        return Grade(entry, not_graded[0], reason=not_graded[1])
+    in_study = [row for row in rows if _of_study(entry, row)]
     if not in_study:
         return Grade(entry, NOT_RUN, reason=f"study {entry.study} is not in the given summaries")
     matched = [row for row in in_study if _matches(entry, row)]
     if not matched:
+        other = _not_comparable(entry, in_study)
+        if other is not None:
+            return other
         near = sorted(
             {
                 f"{_row_name(r)} ({r.get('encoder') or 'no encoder'})"
@@ -397,8 +516,9 @@ def grade(
 
 
 def counts(grades: Sequence[Grade]) -> dict[str, int]:
-    """``{"OK": n, "FAIL": n, "NOT RUN": n}``."""
-    return {status: sum(g.status == status for g in grades) for status in (OK, FAIL, NOT_RUN)}
+    """``{"OK": n, "FAIL": n, "NOT RUN": n}``, and the other statuses where any entry has one."""
+    tally = {status: sum(g.status == status for g in grades) for status in STATUSES}
+    return {s: n for s, n in tally.items() if n or s in (OK, FAIL, NOT_RUN)}
 
 
 # -- rendering ----------------------------------------------------------------------------------
@@ -410,6 +530,35 @@ def _num(value: float | None, signed: bool = False) -> str:
     return f"{value:+.4f}" if signed else f"{value:.4f}"
 
 
+def _value(entry: Entry) -> str:
+    # A count, a throughput or a percentage reads best as the paper printed it.
+    if entry.measure not in MEASURES:
+        return str(entry.info.get("printed", entry.value))
+    return _num(entry.value)
+
+
+def default_path(name: str) -> Path | None:
+    """``studies/<name>`` of the working folder, else the copy shipped in the package.
+
+    Example:
+        >>> default_path("published.yaml").name
+        'published.yaml'
+    """
+    local = Path("studies") / name
+    if local.is_file():
+        return local
+    from reranklab.workflow import STUDY
+
+    packaged = STUDY / "studies" / name
+    return packaged if packaged.is_file() else None
+
+
+def default_matrix() -> list[Path]:
+    """The matrix files :data:`DEFAULT_MATRIX` names that exist (here, else in the package)."""
+    found = (default_path(Path(name).name) for name in DEFAULT_MATRIX)
+    return [path for path in found if path is not None]
+
+
 def _tally(grades: Sequence[Grade]) -> str:
     return ", ".join(f"{n} {status}" for status, n in counts(grades).items())
 
@@ -419,7 +568,7 @@ def format_text(grades: Sequence[Grade]) -> str:
     lines = []
     for g in grades:
         e = g.entry
-        text = f"{g.status:<7}  {e.kind:<9}  {e.condition}  {e.measure} {e.value:.4f}"
+        text = f"{g.status:<7}  {e.kind:<9}  {e.condition}  {e.measure} {_value(e)}"
         if g.measured is not None:
             text += f"  measured {g.measured:.4f}  diff {g.diff:+.4f}  (tolerance {e.tolerance:g})"
         if g.reason:
@@ -467,7 +616,7 @@ def format_markdown(grades: Sequence[Grade], title: str = "Reproduction matrix")
             "–" if e.max_length is None else str(e.max_length),
             e.model or "–",
             e.measure,
-            _num(e.value),
+            _value(e),
             _num(g.measured),
             _num(g.diff, signed=True),
             f"{e.tolerance:g}",
@@ -478,7 +627,10 @@ def format_markdown(grades: Sequence[Grade], title: str = "Reproduction matrix")
     lines += [
         "",
         "OK: within the tolerance; FAIL: outside it, or the entry matches several rows; "
-        "NOT RUN: no given summary holds the condition (e.g. a study that needs a GPU).",
+        "NOT COMPARABLE: measured with another encoder than the paper's (shown, not graded); "
+        "NOT RUN: no given summary holds the condition (e.g. a study that needs a GPU); "
+        "QUOTED: another work's number that the paper prints; NOT REPRODUCIBLE: reranklab has "
+        "no variant, data or measure for it (the note says which).",
         "",
     ]
     return "\n".join(lines)
@@ -511,3 +663,47 @@ def to_json(grades: Sequence[Grade]) -> dict[str, Any]:
             for g in grades
         ],
     }
+
+
+def format_readme(grades: Sequence[Grade]) -> str:
+    """The README's matrix section: a tally per paper and study, then every entry folded.
+
+    Written between ``<!-- regress:matrix:start -->`` and ``<!-- regress:matrix:end -->`` by
+    ``reranklab regress --readme README.md``.
+    """
+    groups: dict[tuple[str, str], list[Grade]] = {}
+    for g in grades:
+        groups.setdefault((str(g.entry.paper or "–"), g.entry.study), []).append(g)
+    statuses = [s for s in STATUSES if any(g.status == s for g in grades)] or [OK, FAIL, NOT_RUN]
+    lines = [
+        "| paper | study | entries | " + " | ".join(statuses) + " |",
+        "|---|---|---:|" + "---:|" * len(statuses),
+    ]
+    for (paper, study), members in groups.items():
+        tally = [str(sum(g.status == s for g in members)) for s in statuses]
+        lines.append(f"| {paper} | {study} | {len(members)} | " + " | ".join(tally) + " |")
+    lines += [
+        "",
+        f"<details><summary>Every entry ({len(grades)})</summary>",
+        "",
+        "| status | id or study | cite / source | dataset | variant | measure | value | measured | why |",
+        "|---|---|---|---|---|---|---:|---:|---|",
+    ]
+    for g in grades:
+        e = g.entry
+        name = str(e.info.get("id") or e.study)
+        variant = (e.variant or "–") + ("" if e.max_length is None else f"-L{e.max_length}")
+        cells = [
+            g.status,
+            name,
+            e.reference,
+            e.dataset,
+            variant,
+            e.measure,
+            _value(e),
+            _num(g.measured),
+            g.reason,
+        ]
+        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    lines += ["", "</details>", ""]
+    return "\n".join(lines)

@@ -52,7 +52,7 @@ FIRST_STAGE_VARIANTS = ("bm25", "pool")
 SIGNIFICANCE_LEVEL = 0.05
 DAGGER = "†"
 # Settings of a cell copied into its summary.json row (reranklab.report.regress grades by them).
-CELL_SETTINGS = ("study", "encoder", "epochs")
+CELL_SETTINGS = ("study", "paper", "encoder", "epochs")
 
 
 def is_first_stage(cell: dict[str, Any]) -> bool:
@@ -122,7 +122,8 @@ def _load_row(
     row["dropped"] = metrics.get("dropped") or {}
     row["ties"] = metrics.get("ties") or {}
     row["metrics_path"] = str(cell["metrics_path"])
-    # What `reranklab regress` matches a row by, when the rule passes it (study, encoder, epochs).
+    # What `reranklab regress` matches a row by, when the rule passes it (study, paper, encoder,
+    # epochs).
     row.update({key: cell[key] for key in CELL_SETTINGS if key in cell})
     return row, metrics.get("per_query", {})
 

@@ -2,7 +2,10 @@
 
 The folder gets what a checkout has at its top: the ``Snakefile`` (it reads ``params.yaml`` and
 includes the packaged rules), ``params.yaml``, the override files of ``config/`` with their
-README, and the SLURM profile under ``profiles/slurm/`` (to edit for a cluster). The rules,
+README, the papers' studies under ``studies/`` (each paper's study file, the reproduction matrix,
+the claims and the recorded results they are graded against: ``snakemake --configfile
+studies/bertdmn2021.yaml``, ``reranklab regress``), the Conda environment under ``envs/``, and the
+SLURM profile under ``profiles/slurm/`` (to edit for a cluster). The rules,
 the schema and the steps stay in the package, so upgrading reranklab upgrades the workflow; the
 folder holds only the study's own settings and, once run, its ``results/``.
 """
@@ -25,7 +28,13 @@ def study_files() -> list[tuple[Path, Path]]:
         >>> sorted(str(target) for _, target in study_files())[:3]
         ['Snakefile', 'config/README.md', 'config/allvariants-wikiqa.yaml']
     """
-    files = [STUDY / "Snakefile", STUDY / "params.yaml", *sorted((STUDY / "config").glob("*"))]
+    files = [
+        STUDY / "Snakefile",
+        STUDY / "params.yaml",
+        *sorted((STUDY / "config").glob("*")),
+        *sorted((STUDY / "envs").glob("*.yaml")),
+        *sorted((STUDY / "studies").glob("**/*")),
+    ]
     pairs = [(source, source.relative_to(STUDY)) for source in files if source.is_file()]
     profiles = sorted(path for path in PROFILES.glob("*/*") if path.is_file())
     return pairs + [
@@ -34,7 +43,8 @@ def study_files() -> list[tuple[Path, Path]]:
 
 
 def init_study(directory: str | os.PathLike[str], force: bool = False) -> list[Path]:
-    """Write a new study folder: ``Snakefile``, ``params.yaml``, ``config/``, ``profiles/``.
+    """Write a new study folder: ``Snakefile``, ``params.yaml``, ``config/``, ``studies/``,
+    ``envs/``, ``profiles/``.
 
     Args:
         directory: the folder (created if missing; may already hold other files).

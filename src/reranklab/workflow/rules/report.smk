@@ -29,16 +29,19 @@ rule regress:
     input:
         summary="results/summary.json",
         matrix=REGRESSION_MATRIX,
+        claims=REGRESSION_CLAIMS,
     output:
         "results/regression.md",
     log:
         "results/logs/regress/regress.log",
+    params:
+        claims=" ".join(f"--claims {path}" for path in REGRESSION_CLAIMS) or "--no-claims",
     message:
-        "Grading the study against the reproduction matrix (studies/*.yaml): OK / FAIL / NOT RUN"
+        "Grading the study against the reproduction matrix and the papers' claims (studies/*.yaml)"
     localrule: True
     conda:
         CONDA_ENV
     # --exit-zero: the report is this rule's output, a FAIL line must not stop the DAG;
     # `make regress` (and a plain `reranklab regress`) is what fails on FAIL.
     shell:
-        "reranklab regress --summary {input.summary} --matrix {input.matrix} --out {output} --exit-zero > {log} 2>&1"
+        "reranklab regress --summary {input.summary} --matrix {input.matrix} {params.claims} --out {output} --exit-zero > {log} 2>&1"

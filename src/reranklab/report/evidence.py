@@ -1,0 +1,236 @@
+"""What a finished study leaves for grading: its summary rows, per-query values and epoch speeds.
+
+Grading a number needs a summary row; grading a claim needs more: each row's per-query values
+(a paired test) or its training speed (a ratio). Two layouts hold them:
+
+- a study's ``results/`` as the workflow leaves it: ``summary.json`` whose rows name their
+  ``metrics_path`` (``results/cells/<dataset>/<cell>/metrics.json``, with ``per_query``), and
+  ``results/models/<dataset>/<cell>/**/train_stats.json`` (``epoch_speed``);
+- a *recorded* study (:func:`record`, ``reranklab record``): a small folder that CI grades
+  without re-running, e.g. ``studies/results/minilm-cpu/<study>/``, holding ``summary.json``,
+  ``per_query.json`` (``{row key: {qid: {measure: value}}}``), ``timings.json`` (``{row key:
+  [{epoch, steps, seconds, batches_per_s}, ...]}``) and ``provenance.json`` (commit, command,
+  machine, wall time).
+
+:func:`load_evidence` reads either into :class:`Evidence`.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+from reranklab.errors import FormatError
+from reranklab.io import atomic_write_text, read_json, write_json
+
+PER_QUERY, TIMINGS, PROVENANCE, SUMMARY = (
+    "per_query.json",
+    "timings.json",
+    "provenance.json",
+    "summary.json",
+)
+# Row fields that only locate files of the run that wrote them: a recorded summary drops them.
+LOCAL_FIELDS = ("metrics_path", "summary")
+
+
+@dataclass
+class Evidence:
+    """The rows of one or more summaries, with each row's per-query values and epoch speeds.
+
+    Args:
+        rows: summary rows (``study``, ``dataset``, ``variant``, ``key``, measures, ...).
+        per_query: ``{id(row): {qid: {measure: value}}}`` where known.
+        timings: ``{id(row): [epoch speed, ...]}`` where known (over every fold and seed).
+        provenance: each summary's ``provenance.json`` by path, where recorded.
+    """
+
+    rows: list[dict[str, Any]]
+    per_query: dict[int, dict[str, dict[str, float]]] = field(default_factory=dict)
+    timings: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
+    provenance: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def queries(self, row: Mapping[str, Any]) -> dict[str, dict[str, float]] | None:
+        return self.per_query.get(id(row))
+
+    def speeds(self, row: Mapping[str, Any]) -> list[dict[str, Any]]:
+        return self.timings.get(id(row), [])
+
+
+def _resolve(path: str, summary: Path) -> Path:
+    # metrics_path is relative to the study folder (the summary's parent's parent).
+    candidate = Path(path)
+    if candidate.is_absolute() or candidate.exists():
+        return candidate
+    return summary.parent.parent / candidate
+
+
+def _epoch_speed(stats: Mapping[str, Any]) -> list[dict[str, Any]]:
+    if stats.get("epoch_speed"):
+        return [dict(epoch) for epoch in stats["epoch_speed"]]
+    steps, seconds = stats.get("steps"), stats.get("train_seconds")
+    if not steps or not seconds:
+        return []
+    return [{"epoch": None, "steps": steps, "seconds": seconds, "batches_per_s": steps / seconds}]
+
+
+def live_timings(metrics_path: Path) -> list[dict[str, Any]]:
+    """The epoch speeds of every fold and seed of the cell whose metrics file is given.
+
+    ``results/cells/<dataset>/<cell>/metrics.json`` -> ``results/models/<dataset>/<cell>/``'s
+    ``train_stats.json`` files (none for a first stage or a model without training).
+    """
+    cell_dir = metrics_path.parent
+    models = cell_dir.parent.parent.parent / "models" / cell_dir.parent.name / cell_dir.name
+    speeds: list[dict[str, Any]] = []
+    for stats_path in sorted(models.glob("**/train_stats.json")):
+        stats = read_json(stats_path)
+        for epoch in _epoch_speed(stats):
+            speeds.append({**epoch, "fold": stats.get("fold"), "device": stats.get("device")})
+    return speeds
+
+
+def _load_one(path: Path, evidence: Evidence) -> None:
+    from reranklab.report.regress import load_summaries
+
+    rows = load_summaries([path])
+    folder = path.parent
+    recorded_queries = read_json(folder / PER_QUERY) if (folder / PER_QUERY).is_file() else None
+    recorded_timings = read_json(folder / TIMINGS) if (folder / TIMINGS).is_file() else None
+    if (folder / PROVENANCE).is_file():
+        evidence.provenance[str(path)] = read_json(folder / PROVENANCE)
+    for row in rows:
+        key = row.get("key")
+        if recorded_queries is not None:
+            if key in recorded_queries:
+                evidence.per_query[id(row)] = recorded_queries[key]
+        elif row.get("metrics_path"):
+            metrics_path = _resolve(str(row["metrics_path"]), path)
+            if metrics_path.is_file():
+                evidence.per_query[id(row)] = read_json(metrics_path).get("per_query", {})
+        if recorded_timings is not None:
+            evidence.timings[id(row)] = list(recorded_timings.get(key, []))
+        elif row.get("metrics_path") and not row.get("first_stage"):
+            evidence.timings[id(row)] = live_timings(_resolve(str(row["metrics_path"]), path))
+        evidence.rows.append(row)
+
+
+def load_evidence(paths: Iterable[str | os.PathLike[str]]) -> Evidence:
+    """Read summaries (a study's ``results/summary.json`` or a recorded folder's).
+
+    Args:
+        paths: ``summary.json`` files, or folders that hold one.
+
+    Raises:
+        FormatError: a file that is missing or not a summary.
+    """
+    evidence = Evidence(rows=[])
+    for given in paths:
+        path = Path(given)
+        _load_one(path / SUMMARY if path.is_dir() else path, evidence)
+    return evidence
+
+
+def _git_commit(cwd: Path) -> str | None:
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, check=True
+        )
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return out.stdout.strip() or None
+
+
+def _machine(devices: Iterable[str]) -> dict[str, Any]:
+    # The report layer never loads torch: the training device comes from train_stats.json.
+    try:
+        torch_version = version("torch")
+    except PackageNotFoundError:
+        torch_version = None
+    return {
+        "platform": platform.platform(),
+        "processor": platform.processor() or platform.machine(),
+        "cpus": os.cpu_count(),
+        "devices": sorted(set(devices)),
+        "torch": torch_version,
+        "python": platform.python_version(),
+    }
+
+
+def record(
+    summary: str | os.PathLike[str],
+    out_dir: str | os.PathLike[str],
+    command: str,
+    wall_seconds: float | None = None,
+) -> list[Path]:
+    """Write a study's results as a recorded folder (see the module docstring).
+
+    Args:
+        summary: the finished study's ``results/summary.json``.
+        out_dir: the folder to write (created; its files are replaced).
+        command: the command that produced the results (for the reader who regenerates them).
+        wall_seconds: how long that command took.
+
+    Returns:
+        The files written.
+
+    Raises:
+        FormatError: the summary is missing, or a row's per-query values are.
+    """
+    summary = Path(summary)
+    evidence = load_evidence([summary])
+    document = read_json(summary)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    per_query: dict[str, Any] = {}
+    timings: dict[str, Any] = {}
+    for row in evidence.rows:
+        values = evidence.queries(row)
+        if values is None:
+            raise FormatError(
+                row.get("metrics_path") or summary, None, "no per-query values for this row"
+            )
+        per_query[row["key"]] = values
+        if evidence.speeds(row):
+            timings[row["key"]] = evidence.speeds(row)
+    document["rows"] = [
+        {k: v for k, v in row.items() if k not in LOCAL_FIELDS} for row in document.get("rows", [])
+    ]
+    provenance = {
+        "study": document.get("title"),
+        "commit": _git_commit(Path.cwd()),
+        "command": command,
+        "wall_seconds": wall_seconds,
+        "recorded": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "machine": _machine(
+            str(epoch["device"])
+            for speeds in timings.values()
+            for epoch in speeds
+            if epoch.get("device")
+        ),
+    }
+    written = []
+    for name, content in (
+        (SUMMARY, document),
+        (PER_QUERY, per_query),
+        (TIMINGS, timings),
+        (PROVENANCE, provenance),
+    ):
+        write_json(out / name, content)
+        written.append(out / name)
+    readme = out / "README.md"
+    atomic_write_text(
+        readme,
+        f"# {document.get('title')}: recorded results\n\n"
+        f"Regenerate with `{command}`"
+        + (f" ({wall_seconds / 60:.0f} min)" if wall_seconds else "")
+        + ". Grade with `reranklab regress --summary "
+        f"{out}`.\n",
+    )
+    return [*written, readme]

