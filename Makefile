@@ -3,6 +3,7 @@
 #   make regress      the quick start, graded against studies/*.yaml (fails on a FAIL line)
 #   make readme-tables  the README's matrix and claims tables, from studies/results/
 #   make test         install, then run the test suite
+#   make minilm-studies  the papers' studies with MiniLM on CPU, recorded in studies/results/minilm-cpu/
 PYTHON ?= python3
 VENV := .venv
 BIN := $(CURDIR)/$(VENV)/bin
@@ -45,6 +46,29 @@ regress: quickstart
 RECORDED := $(sort $(wildcard studies/results/*/*/summary.json))
 readme-tables: install
 	$(BIN)/reranklab regress --summary $(dir $(RECORDED)) --readme README.md --exit-zero > /dev/null
+
+# The papers' findings checked with the packaged MiniLM on CPU (studies/minilm/README.md): each
+# study in its own fresh folder made by `reranklab init` (MINILM_WORK/<paper>, under the ignored
+# results/), timed, then recorded in studies/results/minilm-cpu/<paper>/ for `reranklab regress`.
+# bertdmn2021 reads InsuranceQA's V2 files: set RERANKLAB_MIRROR to a folder holding them
+# (e.g. ../shared/datasets) or have network; the others use the insuranceqa_data package.
+# One study alone: make minilm-bertdmn2021 (or -markedbert2020, -monobert2019, -mass2019).
+MINILM_STUDIES := bertdmn2021 markedbert2020 monobert2019 mass2019
+MINILM_TARGETS := $(addprefix minilm-,$(MINILM_STUDIES))
+MINILM_WORK ?= $(CURDIR)/results/minilm
+MINILM_OUT := studies/results/minilm-cpu
+.PHONY: minilm-studies $(MINILM_TARGETS)
+minilm-studies: $(MINILM_TARGETS)
+
+$(MINILM_TARGETS): minilm-%: install
+	rm -rf "$(MINILM_WORK)/$*"
+	$(BIN)/reranklab init "$(MINILM_WORK)/$*" > /dev/null
+	cd "$(MINILM_WORK)/$*" && start=$$(date +%s) \
+	  && $(BIN)/snakemake --cores $(CORES) --resources gpu=1 --configfile studies/minilm/$*.yaml \
+	  && echo $$(( $$(date +%s) - start )) > wall-seconds
+	$(BIN)/reranklab record --summary "$(MINILM_WORK)/$*/results/summary.json" --out $(MINILM_OUT)/$* \
+	  --wall-seconds $$(cat "$(MINILM_WORK)/$*/wall-seconds") \
+	  --command "make minilm-$* CORES=$(CORES) (reranklab init <dir>; cd <dir>; snakemake --cores $(CORES) --resources gpu=1 --configfile studies/minilm/$*.yaml)"
 
 # dvc.lock records the quick start (params.yaml's dvc.configfiles): re-record it after changing
 # the code, the rules or the configs, so that `make quickstart` leaves `dvc status` clean.

