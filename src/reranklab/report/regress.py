@@ -415,7 +415,8 @@ def _of_study(entry: Entry, row: Mapping[str, Any]) -> bool:
 def _matches(entry: Entry, row: Mapping[str, Any], encoder: bool = True) -> bool:
     if (row["dataset"], row["variant"]) != (entry.dataset, entry.variant):
         return False
-    if entry.max_length is not None and row.get("max_length") != entry.max_length:
+    # `encoder=False`: the condition as another study ran it (another encoder and length).
+    if encoder and entry.max_length is not None and row.get("max_length") != entry.max_length:
         return False
     # The model names the encoder of a re-ranker; a first-stage row has none.
     if (
@@ -434,14 +435,18 @@ def _not_comparable(entry: Entry, rows: Sequence[Mapping[str, Any]]) -> Grade | 
     if len(other) != 1 or other[0].get(entry.measure) is None:
         return None
     row = other[0]
+    if entry.model is None or row.get("encoder") == entry.model:
+        return None  # the paper's encoder at another length: a condition not run
     measured = float(row[entry.measure])
+    length = row.get("max_length")
+    at = "" if length is None or length == entry.max_length else f" at {length} word pieces"
     return Grade(
         entry,
         NOT_COMPARABLE,
         measured=measured,
         diff=measured - entry.value,
         row=_row_name(row),
-        reason=f"measured with {row.get('encoder')}, the paper with {entry.model}",
+        reason=f"measured with {row.get('encoder')}{at}, the paper with {entry.model}",
     )
 
 
