@@ -7,10 +7,11 @@ from importing it as one).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
+from reranklab.errors import ConfigError
 from reranklab.settings.variant import VariantSettings
 
 QueryMaxLength = Annotated[
@@ -23,10 +24,20 @@ QueryMaxLength = Annotated[
 ]
 
 
+PoolerInit = Annotated[
+    Literal["pretrained", "identity"] | None,
+    Field(
+        description="how the encoder's [CLS] pooler starts: pretrained = the checkpoint's weights; identity = W = I, b = 0 (pooled = tanh([CLS] vector)), for a checkpoint whose pooler was never trained, such as a sentence-embedding model (mean pooling): its small random pooler scales the head's input and its gradient down; null = pretrained"
+    ),
+]
+
+
 class CrossEncoderSettings(VariantSettings):
-    """What every token cross-encoder reads: how far its query may run (not cut by default)."""
+    """What every token cross-encoder reads: how far its query may run (not cut by default),
+    and how its pooler starts (the checkpoint's by default)."""
 
     query_max_length: QueryMaxLength = None
+    pooler_init: PoolerInit = None
 
 
 def token_inputs(training: Mapping[str, Any]) -> dict[str, Any]:
@@ -38,6 +49,42 @@ def token_inputs(training: Mapping[str, Any]) -> dict[str, Any]:
     """
     query_max_length = CrossEncoderSettings.from_training(training).query_max_length
     return {} if query_max_length is None else {"query_max_length": query_max_length}
+
+
+def init_pooler(model: Any, training: Mapping[str, Any]) -> Any:
+    """Start ``model``'s pooler as ``pooler_init`` says (``identity``: ``W = I``, ``b = 0``).
+
+    A sentence-embedding checkpoint (all-MiniLM-L6-v2: mean pooling) never trained its [CLS]
+    pooler; its weights are small and random, so the head reads a near-zero vector of no
+    signal and the encoder's gradient is scaled down by two small random matrices (on
+    InsuranceQA a cross-encoder's loss stays at its starting value). The identity passes the
+    [CLS] vector itself (through tanh) to the head. A fresh model only: a saved one keeps the
+    pooler it was trained with.
+
+    Example:
+        >>> import torch
+        >>> from reranklab.models.tiny import tiny_encoder
+        >>> from reranklab.models.reranker import CrossEncoderReranker
+        >>> model = CrossEncoderReranker(*tiny_encoder(["who"]), variant="pointwise", num_outputs=2,
+        ...     score="p_relevant", max_length=16)
+        >>> pooler = init_pooler(model, {"pooler_init": "identity"}).encoder.pooler.dense
+        >>> bool((pooler.weight == torch.eye(pooler.in_features)).all()), pooler.bias.abs().max().item()
+        (True, 0.0)
+    """
+    if CrossEncoderSettings.from_training(training).pooler_init != "identity":
+        return model
+    import torch
+
+    pooler = getattr(model.encoder, "pooler", None)
+    dense = getattr(pooler, "dense", None)
+    if dense is None or dense.in_features != dense.out_features:
+        raise ConfigError(
+            f"training.pooler_init: identity needs an encoder with a square [CLS] pooler; {type(model.encoder).__name__} has none"
+        )
+    with torch.no_grad():
+        dense.weight.copy_(torch.eye(dense.in_features, dtype=dense.weight.dtype))
+        dense.bias.zero_()
+    return model
 
 
 def build_cross_encoder(
@@ -55,7 +102,8 @@ def build_cross_encoder(
 
     Args:
         encoder: ``training.encoder``.
-        training: the cell's training settings (``query_max_length`` is kept on the model).
+        training: the cell's training settings (``query_max_length`` is kept on the model;
+            ``pooler_init``: how the pooler starts, see :func:`init_pooler`).
         max_length: the cell's max length.
         variant: the registered name written to ``reranker.json``.
         num_outputs: head size (2 = two-class, 1 = scalar).
@@ -73,7 +121,7 @@ def build_cross_encoder(
     """
     from reranklab.models.reranker import CrossEncoderReranker
 
-    return CrossEncoderReranker.from_encoder(
+    model = CrossEncoderReranker.from_encoder(
         encoder,
         variant=variant,
         num_outputs=num_outputs,
@@ -82,3 +130,4 @@ def build_cross_encoder(
         dropout=dropout,
         inputs={**token_inputs(training), **dict(inputs or {})},
     )
+    return init_pooler(model, training)

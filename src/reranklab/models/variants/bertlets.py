@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from reranklab.models.registry import VariantSpec, register_variant
-from reranklab.models.variants._cross_encoder import CrossEncoderSettings, token_inputs
+from reranklab.models.variants._cross_encoder import CrossEncoderSettings, build_cross_encoder
 
 NAME = "bertlets"
 
@@ -27,15 +27,8 @@ class BertletsSettings(CrossEncoderSettings):
 
 def build(encoder: str, training: Mapping[str, Any], max_length: int) -> Any:
     """A fresh BERTlets scorer on ``encoder`` (scalar head, score = the scalar)."""
-    from reranklab.models.reranker import CrossEncoderReranker
-
-    return CrossEncoderReranker.from_encoder(
-        encoder,
-        variant=NAME,
-        num_outputs=1,
-        score="logit",
-        max_length=max_length,
-        inputs=token_inputs(training),
+    return build_cross_encoder(
+        encoder, training, max_length, variant=NAME, num_outputs=1, score="logit"
     )
 
 

@@ -19,7 +19,11 @@ from typing import Any, Literal
 from pydantic import Field
 
 from reranklab.models.registry import VariantSpec, register_variant
-from reranklab.models.variants._cross_encoder import CrossEncoderSettings, token_inputs
+from reranklab.models.variants._cross_encoder import (
+    CrossEncoderSettings,
+    init_pooler,
+    token_inputs,
+)
 from reranklab.settings.training import training_view
 
 NAME = "chunked"
@@ -57,7 +61,7 @@ def build(encoder: str, training: Mapping[str, Any], max_length: int) -> Any:
     settings = ChunkedSettings.from_training(training)
     chunk_length = max_length if settings.chunk_length is None else settings.chunk_length
     model, tokenizer = load_encoder(encoder)
-    return ChunkedReranker(
+    chunked = ChunkedReranker(
         model,
         tokenizer,
         variant=NAME,
@@ -69,6 +73,7 @@ def build(encoder: str, training: Mapping[str, Any], max_length: int) -> Any:
         pooling=settings.pooling,
         attention_size=settings.attention_size,
     )
+    return init_pooler(chunked, training)
 
 
 def loss(model: Any, training: Mapping[str, Any]) -> Any:
