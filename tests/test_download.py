@@ -268,15 +268,30 @@ def test_missing_mirror_root_is_a_clear_error(tmp_path: Path) -> None:
         )
 
 
-def test_resolve_mirror_env_wins(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_resolve_mirror_flag_then_env_then_config(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("RERANKLAB_MIRROR", raising=False)
     assert resolve_mirror(None) is None
-    assert resolve_mirror("../shared/datasets") == "../shared/datasets"
+    assert resolve_mirror(config_mirror="../shared/datasets") == "../shared/datasets"
     monkeypatch.setenv("RERANKLAB_MIRROR", "/data/mirror")
-    assert resolve_mirror("../shared/datasets") == "/data/mirror"
+    # The environment wins over the study's data.mirror ...
+    assert resolve_mirror(config_mirror="../shared/datasets") == "/data/mirror"
     assert resolve_mirror(None) == "/data/mirror"
+    # ... and a flag typed on the command line wins over the environment (as score --mirror).
+    assert resolve_mirror("/typed", "../shared/datasets") == "/typed"
     monkeypatch.setenv("RERANKLAB_MIRROR", "  ")
-    assert resolve_mirror("cfg") == "cfg"
+    assert resolve_mirror(None, "cfg") == "cfg"
+
+
+def test_download_mirror_flag_wins_over_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mirror: Path
+) -> None:
+    from reranklab.cli import main
+
+    monkeypatch.setenv("RERANKLAB_MIRROR", str(tmp_path / "nowhere"))
+    out = tmp_path / "raw"
+    argv = ["download", "--dataset", "wikiqa", "--out-dir", str(out), "--mirror", str(mirror)]
+    assert main(argv) == 0
+    assert (out / "manifest.json").is_file()
 
 
 def test_a_file_without_published_checksum_is_trusted_on_first_use_only(tmp_path: Path) -> None:

@@ -46,7 +46,7 @@ def cmd_download(args: argparse.Namespace) -> None:
     from reranklab.data import get_dataset
     from reranklab.data.download import fetch_dataset, resolve_mirror
 
-    mirror = resolve_mirror(args.mirror)
+    mirror = resolve_mirror(args.mirror, args.config_mirror)
     dataset = get_dataset(args.dataset)
     if hasattr(dataset, "fetch"):  # irds:<id>: ir_datasets downloads into its own cache
         manifest = dataset.fetch(Path(args.out_dir), (args.params or {}).get("options", {}))
@@ -578,6 +578,7 @@ def cmd_regress(args: argparse.Namespace) -> None:
     from reranklab.io import atomic_write_text, markers
     from reranklab.report import claims, regress
     from reranklab.report.evidence import load_evidence
+    from reranklab.report.quickstart_table import format_quickstart
 
     matrix = args.matrix if args.matrix is not None else regress.default_matrix()
     summaries = args.summary
@@ -621,6 +622,9 @@ def cmd_regress(args: argparse.Namespace) -> None:
         if graded_claims:
             table = claims.format_markdown(graded_claims, title=None)
             text = markers.replace_section(text, "regress:claims", table, readme)
+        quickstart = format_quickstart(evidence)
+        if quickstart:
+            text = markers.replace_section(text, "regress:quickstart", quickstart, readme)
         atomic_write_text(readme, text)
         log.info("the matrix and claims tables of %s rewritten", readme)
     if regress.counts(grades)[regress.FAIL] and not args.exit_zero:
@@ -807,7 +811,10 @@ _CORPUS = "corpus.parquet of the dataset (pid, text; the prepare step's output)"
 _CANDIDATES = "the first-stage run: candidates per query (the retrieve step's output)"
 _EXAMPLES = "the fold's training examples (pointwise.parquet or triplets.parquet; sample's output)"
 _DATASET = "a registered dataset name (reranklab datasets lists them)"
-_MIRROR = "local mirror folder of the raw files (env RERANKLAB_MIRROR wins)"
+_MIRROR = "local mirror folder of the raw files (wins over env RERANKLAB_MIRROR)"
+_CONFIG_MIRROR = (
+    "the study's data.mirror (what the workflow passes; env RERANKLAB_MIRROR wins over it)"
+)
 _FROZEN = "the fold's cache of reranklab encode (lite variants; may be empty)"
 _TRACKING = "MLflow tracking URI (e.g. sqlite:///results/mlflow.db)"
 _EXPERIMENT = "MLflow experiment name (the study's)"
@@ -862,6 +869,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dataset", required=True, help=_DATASET)
     p.add_argument("--out-dir", required=True, help="folder for the raw files and manifest.json")
     p.add_argument("--mirror", default=None, help=_MIRROR)
+    p.add_argument("--config-mirror", default=None, help=_CONFIG_MIRROR)
     params(p, required=False)  # {"options": ...}: fetch only the files these options use
 
     p = add("prepare", cmd_prepare, "parse raw files into the canonical form")
@@ -1149,8 +1157,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--readme",
         default=None,
-        help="rewrite the matrix and claims tables between this file's regress:matrix and "
-        "regress:claims markers (README.md)",
+        help="rewrite the matrix, claims and quick-start tables between this file's "
+        "regress:matrix, regress:claims and regress:quickstart markers (README.md)",
     )
     p.add_argument(
         "--out",

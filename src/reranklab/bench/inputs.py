@@ -37,7 +37,7 @@ def load_bench_data(
     Args:
         dataset: a registered dataset.
         work_dir: scratch folder (raw files, prepared files, BM25 index).
-        mirror: mirror folder for the raw files (env ``RERANKLAB_MIRROR`` wins).
+        mirror: mirror folder for the raw files (wins over env ``RERANKLAB_MIRROR``).
         data_dir: a prepared folder (``results/data/<dataset>``) to use instead of preparing.
         progress: download progress bar.
 

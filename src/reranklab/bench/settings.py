@@ -25,7 +25,7 @@ class BenchSettings:
         threads: torch CPU threads (0 = torch's default).
         repeats: measure each engine this many times (alternating); medians are reported.
         seed: model initialisation, example choice and the baseline's order.
-        mirror: the dataset mirror (env ``RERANKLAB_MIRROR`` wins).
+        mirror: the dataset mirror (wins over env ``RERANKLAB_MIRROR``).
         data_dir: an already prepared ``results/data/<dataset>`` to read instead.
         peak_tflops: the GPU's peak (overrides :data:`~reranklab.bench.report.PEAK_BF16_TFLOPS`).
         against: the peers measured beside the engine (:data:`~reranklab.bench.peers.PEERS`:
@@ -136,7 +136,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="model initialisation, example choice and the baseline's order (default 42)",
     )
     parser.add_argument(
-        "--mirror", default=None, help="dataset mirror folder (env RERANKLAB_MIRROR wins)"
+        "--mirror", default=None, help="dataset mirror folder (wins over env RERANKLAB_MIRROR)"
     )
     parser.add_argument(
         "--data-dir", default=None, help="a prepared results/data/<dataset> folder to use"

@@ -82,20 +82,25 @@ _UNREACHABLE_ERRNOS = frozenset(
 )
 
 
-def resolve_mirror(config_mirror: str | None) -> str | None:
-    """The mirror folder to use: env ``RERANKLAB_MIRROR`` wins over ``data.mirror``.
+def resolve_mirror(flag: str | None = None, config_mirror: str | None = None) -> str | None:
+    """The mirror folder to use: a command-line flag, else env ``RERANKLAB_MIRROR``, else ``data.mirror``.
+
+    What a person types wins over the environment, and the environment over the study's
+    configuration (as ``reranklab score --mirror`` does): the workflow passes ``data.mirror`` as
+    ``--config-mirror``, so ``RERANKLAB_MIRROR`` still redirects a whole study.
 
     Args:
+        flag: ``--mirror`` of the command line (``None`` = not given).
         config_mirror: the ``data.mirror`` value of the params (``None`` = no mirror).
 
     Returns:
-        The folder (as given, ``~`` expanded), or ``None`` when neither is set (or empty).
+        The folder (as given, ``~`` expanded), or ``None`` when none is set (or empty).
 
     Example:
-        >>> resolve_mirror("../shared/datasets")  # doctest: +SKIP
-        '../shared/datasets'
+        >>> resolve_mirror("/data/mirror", "../shared/datasets")
+        '/data/mirror'
     """
-    for value in (os.environ.get(MIRROR_ENV), config_mirror):
+    for value in (flag, os.environ.get(MIRROR_ENV), config_mirror):
         if value is not None and value.strip():
             return os.path.expanduser(value.strip())
     return None

@@ -6,6 +6,7 @@ import os
 
 from reranklab.errors import FormatError
 from reranklab.io.atomic import atomic_path
+from reranklab.io.text import numbered_lines
 
 
 def _clean(text: str) -> str:
@@ -15,20 +16,19 @@ def _clean(text: str) -> str:
 
 def read_queries(path: str | os.PathLike[str]) -> dict[str, str]:
     queries: dict[str, str] = {}
-    with open(path, encoding="utf-8") as handle:
-        for lineno, line in enumerate(handle, start=1):
-            line = line.rstrip("\n").rstrip("\r")
-            if not line:
-                continue
-            parts = line.split("\t")
-            if len(parts) != 2:
-                raise FormatError(
-                    path, lineno, f"expected 'qid<TAB>text', got {len(parts)} tab-separated fields"
-                )
-            qid, text = parts
-            if qid in queries:
-                raise FormatError(path, lineno, f"duplicate query id {qid!r}")
-            queries[qid] = text
+    for lineno, line in numbered_lines(path):
+        line = line.rstrip("\n").rstrip("\r")
+        if not line:
+            continue
+        parts = line.split("\t")
+        if len(parts) != 2:
+            raise FormatError(
+                path, lineno, f"expected 'qid<TAB>text', got {len(parts)} tab-separated fields"
+            )
+        qid, text = parts
+        if qid in queries:
+            raise FormatError(path, lineno, f"duplicate query id {qid!r}")
+        queries[qid] = text
     return queries
 
 

@@ -19,6 +19,7 @@ from collections.abc import Iterable
 
 from reranklab.errors import FormatError
 from reranklab.io.atomic import atomic_path
+from reranklab.io.text import numbered_lines
 
 Qrels = dict[str, dict[str, int]]
 Run = dict[str, dict[str, float]]
@@ -30,22 +31,21 @@ TIE_SEED = 0
 def read_qrels(path: str | os.PathLike[str]) -> Qrels:
     """Read ``qid iter pid grade`` lines (any whitespace); grades must be integers."""
     qrels: Qrels = {}
-    with open(path, encoding="utf-8") as handle:
-        for lineno, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            parts = line.split()
-            if len(parts) != 4:
-                raise FormatError(
-                    path, lineno, f"expected 4 fields 'qid iter pid grade', got {len(parts)}"
-                )
-            qid, _, pid, grade = parts
-            try:
-                qrels.setdefault(qid, {})[pid] = int(grade)
-            except ValueError:
-                raise FormatError(
-                    path, lineno, f"relevance grade {grade!r} is not an integer"
-                ) from None
+    for lineno, line in numbered_lines(path):
+        if not line.strip():
+            continue
+        parts = line.split()
+        if len(parts) != 4:
+            raise FormatError(
+                path, lineno, f"expected 4 fields 'qid iter pid grade', got {len(parts)}"
+            )
+        qid, _, pid, grade = parts
+        try:
+            qrels.setdefault(qid, {})[pid] = int(grade)
+        except ValueError:
+            raise FormatError(
+                path, lineno, f"relevance grade {grade!r} is not an integer"
+            ) from None
     return qrels
 
 
@@ -100,23 +100,22 @@ def count_ties(scores: dict[str, float]) -> int:
 def read_run(path: str | os.PathLike[str]) -> Run:
     """Read a TREC run (``qid Q0 pid rank score tag``)."""
     run: Run = {}
-    with open(path, encoding="utf-8") as handle:
-        for lineno, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            parts = line.split()
-            if len(parts) != 6:
-                raise FormatError(
-                    path, lineno, f"expected 6 fields 'qid Q0 pid rank score tag', got {len(parts)}"
-                )
-            qid, _, pid, _, score, _ = parts
-            try:
-                value = float(score)
-            except ValueError:
-                raise FormatError(path, lineno, f"score {score!r} is not a number") from None
-            if math.isnan(value):
-                raise FormatError(path, lineno, "score is NaN")
-            run.setdefault(qid, {})[pid] = value
+    for lineno, line in numbered_lines(path):
+        if not line.strip():
+            continue
+        parts = line.split()
+        if len(parts) != 6:
+            raise FormatError(
+                path, lineno, f"expected 6 fields 'qid Q0 pid rank score tag', got {len(parts)}"
+            )
+        qid, _, pid, _, score, _ = parts
+        try:
+            value = float(score)
+        except ValueError:
+            raise FormatError(path, lineno, f"score {score!r} is not a number") from None
+        if math.isnan(value):
+            raise FormatError(path, lineno, "score is NaN")
+        run.setdefault(qid, {})[pid] = value
     return run
 
 

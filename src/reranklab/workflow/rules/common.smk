@@ -88,7 +88,7 @@ def first_stage_name(dataset):
 
 def mirror_arg():
     mirror = CFG["data"].get("mirror")
-    return f"--mirror {mirror}" if mirror else ""
+    return f"--config-mirror {mirror}" if mirror else ""
 
 
 def seed_of(w):
