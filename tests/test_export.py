@@ -379,18 +379,18 @@ def quickstart_results() -> Path:
     return Path(os.environ.get("RERANKLAB_QUICKSTART_RESULTS") or REPO / "results")
 
 
-def test_quickstart_pointwise_model_gives_its_run_through_cross_encoder(tmp_path):
+def test_quickstart_cross_encoder_gives_its_run_through_cross_encoder(tmp_path):
     results = quickstart_results()
-    model_dir = results / "models" / "sample" / "pointwise-L128" / "fold0"
-    run_file = results / "runs" / "sample" / "pointwise-L128" / "fold0.run"
+    model_dir = results / "models" / "insuranceqa" / "pairwise_ce-L64" / "fold0"
+    run_file = results / "runs" / "insuranceqa" / "pairwise_ce-L64" / "fold0.run"
     if not (model_dir / "reranker.json").is_file() or not run_file.is_file():
         pytest.skip(f"no quick-start results in {results} (make quickstart)")
     # Trained before or after standard checkpoints: export gives one either way.
     out = tmp_path / "hub"
     export_model(model_dir, out)
     run = read_run(run_file)
-    queries = read_queries(results / "data" / "sample" / "queries.tsv")
-    corpus = read_corpus(results / "data" / "sample" / "corpus.parquet")
+    queries = read_queries(results / "data" / "insuranceqa" / "queries.tsv")
+    corpus = read_corpus(results / "data" / "insuranceqa" / "corpus.parquet")
     keys = [(qid, pid) for qid in run for pid in run[qid]]
     pairs = [(queries[qid], corpus[pid]) for qid, pid in keys]
     expected = np.array([run[qid][pid] for qid, pid in keys])
