@@ -626,6 +626,13 @@ def test_a_server_that_is_down_is_a_clear_error_without_secrets(
     assert SECRET not in message and SECRET not in caplog.text
     assert basic_auth_token("elastic", SECRET) not in caplog.text
     assert not (tmp_path / "index").exists()
+    # Each retry is one warning line, not the failed attempt's traceback.
+    retries = [r for r in caplog.records if r.name == "elastic_transport.transport"]
+    assert retries and all(r.exc_info is None for r in retries)
+    assert re.search(
+        r"Retrying request after failure \(attempt \d of 1\): ConnectionError", caplog.text
+    )
+    assert "Traceback" not in caplog.text
 
 
 def test_429_is_retried_then_named(cluster, monkeypatch, caplog, corpus_path, tmp_path):

@@ -202,3 +202,37 @@ def test_atomic_writes_honour_the_umask(tmp_path, umask):
     assert expected == 0o666 & ~umask
     assert (tmp_path / "a.txt").stat().st_mode & 0o777 == expected
     assert (tmp_path / "r.run").stat().st_mode & 0o777 == expected
+
+
+def test_a_file_that_is_not_utf8_is_named_with_its_line(tmp_path):
+    run = tmp_path / "latin1.run"
+    run.write_bytes("q1 Q0 d1 1 2.0 t\nq1 Q0 caf\xe9 2 1.0 t\n".encode("latin-1"))
+    with pytest.raises(FormatError, match=r"latin1\.run:2: not UTF-8 text: byte 0xe9"):
+        read_run(run)
+    binary = tmp_path / "model.bin"
+    binary.write_bytes(b"\x80\x02\x95 a pickle, not text\n")
+    for reader in (read_run, read_qrels, read_queries):
+        with pytest.raises(FormatError, match=r"model\.bin:1: not UTF-8"):
+            reader(binary)
+
+
+def test_a_garbled_corpus_parquet_is_named(tmp_path):
+    path = tmp_path / "corpus.parquet"
+    write_corpus(path, {f"p{i}": f"passage number {i} " * 20 for i in range(200)})
+    data = bytearray(path.read_bytes())
+    middle = len(data) // 2
+    data[middle : middle + 64] = b"\xff" * 64  # inside the column chunks, not the footer
+    path.write_bytes(bytes(data))
+    for pids in (None, {"p1"}):
+        with pytest.raises(FormatError, match=r"corpus\.parquet: not a readable corpus Parquet"):
+            read_corpus(path, pids)
+    with pytest.raises(FileNotFoundError):
+        read_corpus(tmp_path / "missing.parquet")
+
+
+def test_a_full_disk_names_the_file_being_written(tmp_path):
+    target = tmp_path / "runs" / "fold0.run"
+    full = r"No space left on device: '.*fold0\.run'"
+    with pytest.raises(OSError, match=full), atomic_path(target):
+        raise OSError(28, "No space left on device")
+    assert not target.exists() and not list(target.parent.iterdir())

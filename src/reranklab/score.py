@@ -37,6 +37,7 @@ from reranklab.evaluation.evaluate import evaluate_run
 from reranklab.evaluation.protocol import DROP_REASONS, Scoring
 from reranklab.evaluation.ties import RULES, official_rule, untie
 from reranklab.io import Qrels, Run
+from reranklab.io.text import numbered_lines
 from reranklab.io.trec import TIE_SEED
 
 log = logging.getLogger(__name__)
@@ -94,35 +95,32 @@ def read_any_run(path: str | os.PathLike[str]) -> tuple[Run, str]:
     """
     run: Run = {}
     kind: str | None = None
-    with open(path, encoding="utf-8") as handle:
-        for lineno, line in enumerate(handle, start=1):
-            fields = line.split()
-            if not fields:
-                continue
-            this = run_format(path, fields, lineno)
-            if kind is None:
-                kind = this
-            elif this != kind:
-                raise FormatError(
-                    path,
-                    lineno,
-                    f"a {this} line in a {kind} file (its first line is {kind}: {_FIELDS[kind]})",
-                )
-            qid, pid, score = (
-                (fields[0], fields[2], fields[4])
-                if kind == TREC
-                else (fields[0], fields[1], fields[3])
+    for lineno, line in numbered_lines(path):
+        fields = line.split()
+        if not fields:
+            continue
+        this = run_format(path, fields, lineno)
+        if kind is None:
+            kind = this
+        elif this != kind:
+            raise FormatError(
+                path,
+                lineno,
+                f"a {this} line in a {kind} file (its first line is {kind}: {_FIELDS[kind]})",
             )
-            try:
-                value = float(score)
-            except ValueError:
-                raise FormatError(path, lineno, f"score {score!r} is not a number") from None
-            if not math.isfinite(value):
-                raise FormatError(path, lineno, f"score {score!r} is not a finite number")
-            scores = run.setdefault(qid, {})
-            if pid in scores:
-                raise FormatError(path, lineno, f"query {qid} lists passage {pid} a second time")
-            scores[pid] = value
+        qid, pid, score = (
+            (fields[0], fields[2], fields[4]) if kind == TREC else (fields[0], fields[1], fields[3])
+        )
+        try:
+            value = float(score)
+        except ValueError:
+            raise FormatError(path, lineno, f"score {score!r} is not a number") from None
+        if not math.isfinite(value):
+            raise FormatError(path, lineno, f"score {score!r} is not a finite number")
+        scores = run.setdefault(qid, {})
+        if pid in scores:
+            raise FormatError(path, lineno, f"query {qid} lists passage {pid} a second time")
+        scores[pid] = value
     if kind is None:
         raise FormatError(path, None, "the run is empty")
     return run, kind

@@ -51,9 +51,14 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
         yield tmp
         os.chmod(tmp, 0o666 & ~current_umask())
         os.replace(tmp, final)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()
+        if isinstance(exc, OSError) and exc.filename is None:
+            # A full disk or a quota fails a write() of an open handle: its OSError names no
+            # file, and "[Errno 28] No space left on device" alone does not say which step's
+            # output it was.
+            raise OSError(exc.errno, exc.strerror or str(exc), str(final)) from exc
         raise
 
 

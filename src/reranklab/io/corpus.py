@@ -101,10 +101,26 @@ def read_corpus(
                 zip(pid.filter(mask).to_pylist(), text.filter(mask).to_pylist(), strict=True)
             )
         return corpus
-    except (pa.ArrowInvalid, KeyError) as exc:
-        raise FormatError(
-            path, None, f"not a corpus Parquet file with columns pid, text ({exc})"
-        ) from None
+    except FileNotFoundError:
+        raise
+    except (pa.ArrowException, OSError, KeyError) as exc:
+        # A truncated or garbled file fails in pyarrow's decompression ("Corrupt snappy
+        # compressed data."): an OSError that names no file.
+        raise not_a_corpus(path, exc) from None
+
+
+def not_a_corpus(path: str | os.PathLike[str], exc: BaseException) -> FormatError:
+    """The error of a corpus file pyarrow cannot read, naming the file."""
+    return FormatError(
+        path, None, f"not a readable corpus Parquet file with columns pid, text ({exc})"
+    )
+
+
+def _row_group(parquet: pq.ParquetFile, group: int, path: str | os.PathLike[str]) -> pa.Table:
+    try:
+        return parquet.read_row_group(group, columns=["pid", "text"])
+    except (pa.ArrowException, OSError) as exc:
+        raise not_a_corpus(path, exc) from None
 
 
 def iter_corpus(
@@ -143,13 +159,13 @@ def iter_corpus(
             raise KeyError(f"no column {', '.join(sorted(missing))}")
         # Row group by row group, as read_corpus: iter_batches keeps growing buffers over a file.
         groups = range(parquet.num_row_groups)
-    except (pa.ArrowInvalid, KeyError, OSError) as exc:
-        raise FormatError(
-            path, None, f"not a corpus Parquet file with columns pid, text ({exc})"
-        ) from None
+    except FileNotFoundError:
+        raise
+    except (pa.ArrowException, KeyError, OSError) as exc:
+        raise not_a_corpus(path, exc) from None
     batch: list[tuple[str, str]] = []
     for group in groups:
-        table = parquet.read_row_group(group, columns=["pid", "text"])
+        table = _row_group(parquet, group, path)
         for start in range(0, table.num_rows, batch_size):
             part = table.slice(start, batch_size)
             pairs = zip(

@@ -140,6 +140,31 @@ def describe(exc: Exception, connection: Connection) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
+class RetryWithoutTraceback(logging.Filter):
+    """One line per retry of the transport, not the failed attempt's traceback.
+
+    The client logs every retry at WARNING with the exception's traceback: an unreachable
+    server filled a step's log with a dozen identical tracebacks before the one error line the
+    step writes (:meth:`ElasticsearchRetriever.step`), which says what failed and what to do.
+
+    Example:
+        >>> record = logging.LogRecord("elastic_transport.transport", logging.WARNING, "", 0,
+        ...     "Retrying request after failure (attempt %d of %d)", (1, 3),
+        ...     (ConnectionError, ConnectionError("refused"), None))
+        >>> RetryWithoutTraceback().filter(record), record.getMessage(), record.exc_info
+        (True, 'Retrying request after failure (attempt 1 of 3): ConnectionError: refused', None)
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and record.exc_info[1] is not None:
+            error = record.exc_info[1]
+            record.msg = f"{record.getMessage()}: {type(error).__name__}: {error}"
+            record.args = ()
+            record.exc_info = None
+            record.exc_text = None
+        return True
+
+
 class ElasticsearchRetriever(Retriever):
     """BM25 by an Elasticsearch index; the index directory holds only ``index.json``.
 
@@ -172,6 +197,9 @@ class ElasticsearchRetriever(Retriever):
         # step's own log lines. Its warnings (retries) stay.
         transport_log = logging.getLogger("elastic_transport")
         transport_log.setLevel(max(transport_log.getEffectiveLevel(), logging.WARNING))
+        retry_log = logging.getLogger("elastic_transport.transport")
+        if not any(isinstance(f, RetryWithoutTraceback) for f in retry_log.filters):
+            retry_log.addFilter(RetryWithoutTraceback())
         return es.Elasticsearch(**options), connection
 
     @contextlib.contextmanager
