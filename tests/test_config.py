@@ -19,11 +19,7 @@ def write(path, data):
 
 def test_params_and_quickstart_are_valid(repo):
     config = load_params([repo / "params.yaml", repo / "config/quickstart.yaml"])
-    assert grid(config) == [
-        ("insuranceqa", "biencoder_zeroshot", 128),
-        ("insuranceqa", "biencoder", 128),
-        ("insuranceqa", "pointwise", 128),
-    ]
+    assert grid(config) == [("insuranceqa", "pairwise_ce", 64)]
     assert load_params([repo / "params.yaml"])["training"]["encoder"] == "bert-base-uncased"
 
 
