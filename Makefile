@@ -48,7 +48,7 @@ quickstart-record: install
 
 # The quick start with three seeds (negative sampling, initialisation, data order): its summary
 # gives each cell's mean ± std over seeds and the spread of the fine-tuned cross-encoder. In its
-# own folder (reranklab init), so results/ of the quick start is left alone. About 12 minutes.
+# own folder (reranklab init), so results/ of the quick start is left alone. About 10 minutes.
 QUICKSTART_SEEDS_WORK ?= $(CURDIR)/results/quickstart-seeds
 quickstart-seeds: install
 	rm -rf "$(QUICKSTART_SEEDS_WORK)"
