@@ -92,3 +92,24 @@ def test_settings_schema_checks_the_packaged_schema_by_default(capsys):
     out = capsys.readouterr().out.strip()
     assert out.endswith("params.schema.yaml is up to date")
     assert SCHEMA.is_file() and SCHEMA.parent.parent.name == "workflow"
+
+
+def test_help_lists_the_commands_a_person_types_and_names_the_workflow_steps():
+    from reranklab.cli import WORKFLOW_STEPS
+
+    text = build_parser().format_help()
+    listed = set(re.findall(r"(?m)^    (\S+)", text[: text.index("options:")]))
+    assert {"score", "regress", "status", "init", "datasets", "bench", "export"} <= listed
+    assert not listed & WORKFLOW_STEPS
+    steps = text[text.index("Workflow steps") :]
+    assert all(step in steps for step in WORKFLOW_STEPS)
+    # Every step is still a subcommand, and every command a rule runs is one of them (or typed).
+    assert set(_subparsers()) >= WORKFLOW_STEPS
+    from reranklab.workflow import RULES
+
+    called = {
+        name
+        for rule_file in RULES.glob("*.smk")
+        for name in re.findall(r"reranklab ([a-z-]+)", rule_file.read_text(encoding="utf-8"))
+    }
+    assert called - WORKFLOW_STEPS <= {"regress", "variants"}

@@ -802,6 +802,31 @@ Start a study from an installed package:
 """
 
 _FORMATTER = argparse.RawDescriptionHelpFormatter
+WORKFLOW_STEPS = frozenset(
+    {
+        "download",
+        "prepare",
+        "index",
+        "retrieve",
+        "split",
+        "sample",
+        "train",
+        "encode",
+        "rerank",
+        "baseline",
+        "evaluate",
+        "aggregate",
+        "aggregate-seeds",
+        "track",
+        "track-seeds",
+        "summarize",
+        "analyze",
+        "track-report",
+        "collect-plots",
+        "html",
+    }
+)
+"""The subcommands only the workflow's rules call (``reranklab --help`` names them, apart)."""
 _THREADS = "CPU threads (0 = all available)"
 _FOLD = "the fold's index in --folds (0-based)"
 _FOLDS = "folds.json of the dataset (the split step's output)"
@@ -830,16 +855,22 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "-v", "--verbose", action="store_true", help="debug log lines; tracebacks of errors"
     )
-    sub = parser.add_subparsers(dest="command", required=True, metavar="<step>")
+    parser.epilog = textwrap.fill(
+        "Workflow steps, run by the Snakemake rules (one job each; reranklab <step> --help "
+        f"shows its arguments): {', '.join(sorted(WORKFLOW_STEPS))}.",
+        width=88,
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="<command>")
 
     def add(
         name: str, func: Callable[[argparse.Namespace], None], help_text: str
     ) -> argparse.ArgumentParser:
         # The formatter keeps descriptions as written (the top one has its own lines): wrap here.
         description = textwrap.fill(help_text, width=88)
-        p = sub.add_parser(
-            name, help=help_text, description=description, formatter_class=_FORMATTER
-        )
+        # A workflow step gets no help line: `reranklab --help` lists what a person types and
+        # names the steps in its epilog.
+        listed = {} if name in WORKFLOW_STEPS else {"help": help_text}
+        p = sub.add_parser(name, description=description, formatter_class=_FORMATTER, **listed)
         p.set_defaults(func=func)
         return p
 
