@@ -489,7 +489,7 @@ def test_errors_are_clear(capsys: pytest.CaptureFixture[str], cwd: Path) -> None
     latin1.write_bytes("q1 Q0 caf\xe9 1 2.5 tag\n".encode("latin-1"))
     err = score_error(capsys, "--dataset", "wikiqa", "--split", "test", str(latin1))
     # One line naming the file, its line and the byte; no UnicodeDecodeError traceback.
-    assert err.count("\n") == 1 and f"{latin1}:1: not UTF-8 text: byte 0xe9" in err
+    assert err.count("\n") == 1 and f"{latin1}:1: not valid UTF-8 (byte 0xe9 at column 10" in err
 
 
 @mirror_test

@@ -37,7 +37,7 @@ from reranklab.evaluation.evaluate import evaluate_run
 from reranklab.evaluation.protocol import DROP_REASONS, Scoring
 from reranklab.evaluation.ties import RULES, official_rule, untie
 from reranklab.io import Qrels, Run
-from reranklab.io.text import numbered_lines
+from reranklab.io.text import text_lines
 from reranklab.io.trec import TIE_SEED
 
 log = logging.getLogger(__name__)
@@ -95,10 +95,8 @@ def read_any_run(path: str | os.PathLike[str]) -> tuple[Run, str]:
     """
     run: Run = {}
     kind: str | None = None
-    for lineno, line in numbered_lines(path):
+    for lineno, line in text_lines(path):
         fields = line.split()
-        if not fields:
-            continue
         this = run_format(path, fields, lineno)
         if kind is None:
             kind = this

@@ -15,11 +15,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from tqdm import tqdm
 
-from reranklab.data._text_files import open_binary, split_id_text
+from reranklab.data._text_files import split_id_text
 from reranklab.data.base import Dataset, Prepared
 from reranklab.errors import FormatError
 from reranklab.io import Qrels, atomic_path, write_json, write_qrels, write_queries, write_run
 from reranklab.io.corpus import SCHEMA as CORPUS_SCHEMA
+from reranklab.io.text import decode_line, open_binary
 
 log = logging.getLogger(__name__)
 
@@ -55,13 +56,7 @@ def tsv_corpus_records(
             if progress is not None and pending >= 1 << 22:
                 progress(pending)
                 pending = 0
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise FormatError(
-                    path, lineno, f"not valid UTF-8 ({exc.reason} at byte {exc.start})"
-                ) from None
-            line = line.rstrip("\n").rstrip("\r")
+            line = decode_line(raw, path, lineno).rstrip("\n").rstrip("\r")
             if lineno == 1:
                 line = line.removeprefix("\ufeff")
             if not line.strip():

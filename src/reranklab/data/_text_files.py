@@ -1,71 +1,17 @@
-"""Line readers of the TREC-style raw files: UTF-8 text (plain or gzip) by line, ``id<TAB>text``
-files, and TREC qrels; every error names the file and line.
+"""Line readers of the TREC-style raw files: ``id<TAB>text`` files and TREC qrels, read with
+:func:`reranklab.io.text.text_lines` (UTF-8, plain or gzip); every error names the file and line.
 """
 
 from __future__ import annotations
 
-import gzip
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
 
 from reranklab.errors import FormatError
 from reranklab.io import Qrels
-
-
-def open_binary(path: str | Path) -> IO[bytes]:
-    """Open ``path`` for binary reading, gunzipping it when its content is gzip (by magic bytes).
-
-    Example:
-        >>> import gzip, tempfile
-        >>> path = Path(tempfile.mkdtemp()) / "vocabulary"  # gzipped, without a .gz suffix
-        >>> _ = path.write_bytes(gzip.compress(b"idx_17904\\trating/result\\n"))
-        >>> with open_binary(path) as handle:
-        ...     handle.readline()
-        b'idx_17904\\trating/result\\n'
-    """
-    with open(path, "rb") as probe:
-        gzipped = probe.read(2) == b"\x1f\x8b"
-    return gzip.open(path, "rb") if gzipped else open(path, "rb")
-
-
-def text_lines(path: str | Path) -> Iterator[tuple[int, str]]:
-    """``(line number, line)`` of a UTF-8 text file (gzip or plain), without the line ending.
-
-    Blank lines are skipped and a byte-order mark on line 1 is dropped. Decoding line by line
-    lets a bad byte be reported with its line number.
-
-    Raises:
-        FormatError: a line that is not valid UTF-8, or a gzip file that is cut short.
-
-    Example:
-        >>> import tempfile
-        >>> path = Path(tempfile.mkdtemp()) / "queries.txt"
-        >>> _ = path.write_bytes("\\ufeff3097310\\tWhat causes knee pain?\\r\\n\\n42\\tWhy?\\n".encode())
-        >>> list(text_lines(path))
-        [(1, '3097310\\tWhat causes knee pain?'), (3, '42\\tWhy?')]
-    """
-    lineno = 0
-    try:
-        with open_binary(path) as handle:
-            for lineno, raw in enumerate(handle, start=1):
-                try:
-                    line = raw.decode("utf-8")
-                except UnicodeDecodeError as exc:
-                    raise FormatError(
-                        path, lineno, f"not valid UTF-8 ({exc.reason} at byte {exc.start})"
-                    ) from None
-                if lineno == 1:
-                    line = line.removeprefix("\ufeff")
-                line = line.rstrip("\n").rstrip("\r")
-                if line.strip():
-                    yield lineno, line
-    except (EOFError, gzip.BadGzipFile) as exc:
-        raise FormatError(
-            path, lineno + 1, f"compressed file is damaged or cut short ({exc})"
-        ) from None
+from reranklab.io.text import text_lines
 
 
 def split_id_text(path: str | Path, lineno: int, line: str, kind: str) -> tuple[str, str]:

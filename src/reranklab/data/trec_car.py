@@ -39,11 +39,12 @@ from pydantic import Field
 
 from reranklab.data._options import TrainSampleOptions, count_or_all, require_files, sample_ids
 from reranklab.data._streaming import CorpusRecord, StreamingCorpusDataset
-from reranklab.data._text_files import open_binary, read_trec_qrels
+from reranklab.data._text_files import read_trec_qrels
 from reranklab.data.base import Prepared, Protocol, RawFile
 from reranklab.data.registry import register_dataset
 from reranklab.errors import FormatError
 from reranklab.io import Qrels
+from reranklab.io.text import open_binary
 
 RELEASE = "http://trec-car.cs.unh.edu/datareleases/v1.5/"
 PARAGRAPHS = "paragraphcorpus.cbor"

@@ -38,6 +38,7 @@ from reranklab.data.registry import register_dataset
 from reranklab.errors import DownloadError, FormatError
 from reranklab.evaluation.protocol import Scoring
 from reranklab.io import Qrels, Run
+from reranklab.io.text import decode_line
 
 SPLITS = ("train", "dev", "test")
 HEADER = (
@@ -93,13 +94,7 @@ def read_rows(path: str | Path) -> Iterator[Row]:
     """
     with open(path, "rb") as handle:
         for lineno, raw in enumerate(handle, start=1):
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise FormatError(
-                    path, lineno, f"not valid UTF-8 ({exc.reason} at byte {exc.start})"
-                ) from None
-            line = line.removesuffix("\n").removesuffix("\r")
+            line = decode_line(raw, path, lineno).removesuffix("\n").removesuffix("\r")
             fields = line.split("\t")
             if lineno == 1:
                 if tuple(fields) != HEADER:

@@ -6,7 +6,7 @@ import os
 
 from reranklab.errors import FormatError
 from reranklab.io.atomic import atomic_path
-from reranklab.io.text import numbered_lines
+from reranklab.io.text import text_lines
 
 
 def _clean(text: str) -> str:
@@ -16,10 +16,7 @@ def _clean(text: str) -> str:
 
 def read_queries(path: str | os.PathLike[str]) -> dict[str, str]:
     queries: dict[str, str] = {}
-    for lineno, line in numbered_lines(path):
-        line = line.rstrip("\n").rstrip("\r")
-        if not line:
-            continue
+    for lineno, line in text_lines(path):
         parts = line.split("\t")
         if len(parts) != 2:
             raise FormatError(

@@ -19,7 +19,7 @@ from collections.abc import Iterable
 
 from reranklab.errors import FormatError
 from reranklab.io.atomic import atomic_path
-from reranklab.io.text import numbered_lines
+from reranklab.io.text import text_lines
 
 Qrels = dict[str, dict[str, int]]
 Run = dict[str, dict[str, float]]
@@ -31,9 +31,7 @@ TIE_SEED = 0
 def read_qrels(path: str | os.PathLike[str]) -> Qrels:
     """Read ``qid iter pid grade`` lines (any whitespace); grades must be integers."""
     qrels: Qrels = {}
-    for lineno, line in numbered_lines(path):
-        if not line.strip():
-            continue
+    for lineno, line in text_lines(path):
         parts = line.split()
         if len(parts) != 4:
             raise FormatError(
@@ -100,9 +98,7 @@ def count_ties(scores: dict[str, float]) -> int:
 def read_run(path: str | os.PathLike[str]) -> Run:
     """Read a TREC run (``qid Q0 pid rank score tag``)."""
     run: Run = {}
-    for lineno, line in numbered_lines(path):
-        if not line.strip():
-            continue
+    for lineno, line in text_lines(path):
         parts = line.split()
         if len(parts) != 6:
             raise FormatError(
