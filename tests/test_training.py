@@ -274,3 +274,27 @@ def test_the_learning_rate_schedule_is_unchanged(warmup, total):
     assert rates == [
         3e-5 * _hand_written_schedule_factor(step, warmup, total) for step in range(total + 3)
     ]
+
+
+def test_the_loop_alone_trains_as_train_model_does(toy_bert, tmp_path):
+    # `reranklab bench` times build_plan + run_loop with only a Throughput callback: the same
+    # steps, losses and word pieces as a train job, whose callbacks read the losses more often.
+    from reranklab.training.callbacks import Throughput
+    from reranklab.training.loop import run_loop
+    from reranklab.training.plan import build_plan
+    from reranklab.training.trainer import epoch_losses
+
+    examples = write_examples(tmp_path / "examples.parquet", "bertlets")
+    cell = toy_cell("bertlets", toy_bert, epochs=2, learning_rate=1e-3, micro_batch_size=2)
+    stats = train_model(cell, examples, QUERIES, CORPUS, tmp_path / "model", progress=False)
+    plan = build_plan(cell, examples, QUERIES, CORPUS, progress=False)
+    speed = Throughput()
+    state = run_loop(plan, [speed])
+    assert epoch_losses(state.losses, plan.steps_per_epoch, plan.epochs) == stats["epoch_losses"]
+    assert (state.global_step, speed.pairs, speed.tokens, speed.padded_tokens) == (
+        stats["steps"],
+        stats["pairs_trained"],
+        stats["tokens_trained"],
+        stats["tokens_padded"],
+    )
+    assert [e["steps"] for e in speed.epoch_speed] == [s["steps"] for s in stats["epoch_speed"]]

@@ -3,8 +3,8 @@
 Both run in one process, on the same pairs of a real collection (``sample`` or WikiQA), with
 the same model built from the same seed, the same loss and the same batch size:
 
-* **engine**: what ``reranklab train`` / ``rerank`` run: :func:`~reranklab.training.trainer.train_model`
-  (pairs tokenised once, length-grouped batches padded to their own longest pair, fused AdamW,
+* **engine**: what ``reranklab train`` / ``rerank`` run: the plan and loop of
+  :func:`~reranklab.training.trainer.train_model` (pairs tokenised once, length-grouped batches padded to their own longest pair, fused AdamW,
   ``training.precision``, micro batches, DataLoader workers) and
   :func:`~reranklab.training.inference.rerank_with_model` (pairs tokenised once, batches of
   ``eval_batch_size`` sorted by length, ``inference_mode``).

@@ -79,7 +79,7 @@ def _synchronize(device: Any) -> None:
 def build_model(cell: Mapping[str, Any], device: Any) -> Any:
     """The variant's fresh model, built after seeding with the cell's seed (as the trainer does)."""
     from reranklab.models.registry import get_variant
-    from reranklab.training.trainer import seed_everything
+    from reranklab.training.plan import seed_everything
 
     seed_everything(int(cell["seed"]))
     model = get_variant(cell["variant"]).build(
@@ -120,29 +120,43 @@ def engine_train(
     work_dir: Path,
     progress: bool,
 ) -> Measurement:
-    """Train with :func:`~reranklab.training.trainer.train_model` (one epoch) and read its statistics."""
+    """Train one epoch with the loop ``reranklab train`` runs and time it.
+
+    The same :func:`~reranklab.training.plan.build_plan` and
+    :func:`~reranklab.training.loop.run_loop` as :func:`~reranklab.training.trainer.train_model`,
+    timed by the same :class:`~reranklab.training.callbacks.Throughput` callback that gives
+    ``train_stats.json`` its ``pairs_per_s``; only the saving of the model is left out.
+    """
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from reranklab.training.trainer import train_model
+    from reranklab.training.callbacks import ProgressLog, Throughput
+    from reranklab.training.loop import run_loop
+    from reranklab.training.plan import build_plan
+    from reranklab.training.steps import accumulation_steps
+    from reranklab.training.trainer import epoch_losses
 
     work_dir.mkdir(parents=True, exist_ok=True)
     examples = work_dir / "examples.parquet"
     pq.write_table(pa.table(dict(columns)), examples)
-    stats = train_model(
-        cell, examples, data.queries, data.corpus, work_dir / "engine-model", progress=progress
-    )
+    plan = build_plan(cell, examples, data.queries, data.corpus, progress=progress)
+    speed = Throughput()
+    state = run_loop(plan, [speed, ProgressLog(plan, progress)])
+    losses = epoch_losses(state.losses, plan.steps_per_epoch, plan.epochs)
+    settings = plan.settings
     return Measurement(
-        pairs=int(stats["pairs_trained"]),
-        seconds=float(stats["train_seconds"]),
-        tokens=int(stats["tokens_trained"]),
-        padded_tokens=int(stats["tokens_padded"]),
+        pairs=speed.pairs,
+        seconds=speed.seconds,
+        tokens=speed.tokens,
+        padded_tokens=speed.padded_tokens,
         extra={
-            "tokenize_seconds": stats["tokenize_seconds"],
-            "steps": stats["steps"],
-            "final_loss": stats["final_loss"],
-            "precision": stats["precision"],
-            "accumulation_steps": stats["accumulation_steps"],
+            "tokenize_seconds": plan.tokenize_seconds,
+            "steps": state.global_step,
+            "final_loss": losses[-1] if losses else None,
+            "precision": plan.precision.name,
+            "accumulation_steps": accumulation_steps(
+                settings.batch_size, settings.micro_batch_size
+            ),
         },
     )
 
@@ -150,15 +164,19 @@ def engine_train(
 def baseline_train(
     cell: Mapping[str, Any], columns: Mapping[str, list[Any]], data: BenchData, progress: bool
 ) -> Measurement:
-    """The naive loop: shuffled batches, tokenised when they come, padded to max length, fp32, default AdamW."""
+    """The naive loop: shuffled batches, tokenised when they come, padded to max length, fp32, default AdamW.
+
+    Its own loop on purpose: it is the yardstick, what a plain PyTorch fine-tuning script does,
+    so it shares none of the engine's levers (only the model, the loss and the schedule).
+    """
     import numpy as np
     import torch
     from tqdm.auto import tqdm
-    from transformers import get_linear_schedule_with_warmup
 
     from reranklab.features.batch import collator_for, to_device
     from reranklab.models.encoder import select_device
     from reranklab.models.registry import get_variant
+    from reranklab.training.plan import linear_schedule
     from reranklab.training.steps import count_tokens
 
     training = cell["training"]
@@ -176,7 +194,8 @@ def baseline_train(
     )
     n = len(columns["qid"])
     steps = math.ceil(n / batch_size)
-    scheduler = get_linear_schedule_with_warmup(
+    # The engine's schedule, its warm-up from the ratio alone (a naive loop has no absolute one).
+    scheduler = linear_schedule(
         optimizer, math.ceil(float(training["warmup_ratio"]) * steps), steps
     )
     order = np.random.default_rng(int(cell["seed"])).permutation(n)

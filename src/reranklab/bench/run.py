@@ -9,7 +9,7 @@ import logging
 import statistics
 import sys
 import tempfile
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +23,7 @@ from reranklab.bench.engines import (
     engine_train,
     warm_up_scoring,
 )
-from reranklab.bench.inputs import load_bench_data, rerank_pairs, training_examples
+from reranklab.bench.inputs import BenchData, load_bench_data, rerank_pairs, training_examples
 from reranklab.bench.peers import (
     check_peers,
     crossencoder_rerank,
@@ -45,6 +45,155 @@ from reranklab.errors import ConfigError
 log = logging.getLogger(__name__)
 
 
+@dataclass
+class Runs:
+    """Every repeat's measurement of each engine (and peer) of one bench."""
+
+    engine: list[Measurement] = field(default_factory=list)
+    baseline: list[Measurement] = field(default_factory=list)
+    peers: dict[str, list[Measurement]] = field(default_factory=dict)
+    # Re-ranking: the largest |score difference| between the engine and each peer.
+    peer_differences: dict[str, float] = field(default_factory=dict)
+
+
+def _check(settings: BenchSettings) -> None:
+    if settings.mode not in ("train", "rerank"):
+        raise ConfigError(f"bench: mode must be train or rerank, not {settings.mode!r}")
+    if settings.pairs < 1 or settings.repeats < 1:
+        raise ConfigError("bench: --pairs and --repeats must be at least 1")
+    check_peers(list(settings.against), settings.variant)
+
+
+def _setup(
+    settings: BenchSettings, model: Any, cell: dict[str, Any], device: Any, peak: float | None
+) -> dict[str, Any]:
+    """The report's first part: what ran, on what."""
+    import torch
+    import transformers
+
+    from reranklab.training.steps import non_embedding_parameters
+
+    training = cell["training"]
+    return {
+        "mode": settings.mode,
+        "variant": settings.variant,
+        "max_length": settings.max_length,
+        "encoder": settings.encoder,
+        "dataset": settings.dataset,
+        "parameters": sum(p.numel() for p in model.parameters()),
+        "non_embedding_parameters": non_embedding_parameters(model),
+        **describe_device(device),
+        "peak_bf16_tflops": peak,
+        "batch_size": int(training["batch_size"]),
+        "micro_batch_size": training.get("micro_batch_size"),
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "settings": asdict(settings),
+    }
+
+
+def _train_runs(
+    settings: BenchSettings,
+    cell: dict[str, Any],
+    data: BenchData,
+    work: Path,
+    start: Path | None,
+    progress: bool,
+    report: dict[str, Any],
+) -> Runs:
+    """Train with the baseline, the engine and each peer, ``settings.repeats`` times each."""
+    from reranklab.models.registry import get_variant
+
+    example_kind = get_variant(settings.variant).example_kind
+    columns = training_examples(data, example_kind, settings.pairs, settings.seed)
+    report["examples"] = len(columns["qid"])
+    runs = Runs(peers={name: [] for name in settings.against})
+    for repeat in range(settings.repeats):
+        log.info("bench train, repeat %d/%d: baseline", repeat + 1, settings.repeats)
+        runs.baseline.append(baseline_train(cell, columns, data, progress))
+        log.info("bench train, repeat %d/%d: engine", repeat + 1, settings.repeats)
+        runs.engine.append(engine_train(cell, columns, data, work / f"engine{repeat}", progress))
+        for name in settings.against:
+            log.info("bench train, repeat %d/%d: %s", repeat + 1, settings.repeats, name)
+            train_peer = trainer_train if name == "trainer" else crossencoder_train
+            runs.peers[name].append(
+                train_peer(start, cell, columns, data, work / f"{name}{repeat}", progress)
+            )
+            gc.collect()
+    return runs
+
+
+def _max_difference(
+    ours: dict[str, dict[str, float]], theirs: dict[str, dict[str, float]]
+) -> float:
+    return max(abs(ours[q][p] - theirs[q][p]) for q in ours for p in ours[q])
+
+
+def _rerank_runs(
+    settings: BenchSettings,
+    model: Any,
+    cell: dict[str, Any],
+    data: BenchData,
+    work: Path,
+    start: Path | None,
+    progress: bool,
+    report: dict[str, Any],
+) -> Runs:
+    """Score with the baseline, the engine and each peer, ``settings.repeats`` times each."""
+    candidates, qids = rerank_pairs(data, settings.pairs, settings.seed)
+    report["queries"] = len(qids)
+    warm_up_scoring(model, cell, candidates, qids, data)
+    runs = Runs(peers={name: [] for name in settings.against})
+    for repeat in range(settings.repeats):
+        log.info("bench rerank, repeat %d/%d: baseline", repeat + 1, settings.repeats)
+        measured, baseline_run = baseline_rerank(model, cell, candidates, qids, data, progress)
+        runs.baseline.append(measured)
+        log.info("bench rerank, repeat %d/%d: engine", repeat + 1, settings.repeats)
+        measured, engine_run = engine_rerank(model, cell, candidates, qids, data, progress)
+        runs.engine.append(measured)
+        for name in settings.against:
+            log.info("bench rerank, repeat %d/%d: %s", repeat + 1, settings.repeats, name)
+            if name == "trainer":
+                measured, peer_run = trainer_rerank(
+                    start, cell, candidates, qids, data, work, progress
+                )
+            else:
+                measured, peer_run = crossencoder_rerank(
+                    start, cell, candidates, qids, data, progress
+                )
+            runs.peers[name].append(measured)
+            runs.peer_differences[name] = _max_difference(engine_run, peer_run)
+    # Same model, same word pieces: the scores must agree (up to padding/precision rounding).
+    report["max_score_difference"] = _max_difference(engine_run, baseline_run)
+    return runs
+
+
+def _summarize(
+    report: dict[str, Any], runs: Runs, flops_per_token: float, peak: float | None
+) -> None:
+    """Add each engine's and peer's summary and the ratios to ``report``."""
+    report["engine"] = summarize(runs.engine, flops_per_token, peak)
+    report["baseline"] = summarize(runs.baseline, flops_per_token, peak)
+    report["ratio"] = report["engine"]["pairs_per_s"] / report["baseline"]["pairs_per_s"]
+    report["ratio_tokens"] = report["engine"]["tokens_per_s"] / report["baseline"]["tokens_per_s"]
+    report["peers"] = {
+        name: summarize(measured, flops_per_token, peak) for name, measured in runs.peers.items()
+    }
+    report["ratios"] = {
+        name: report["engine"]["pairs_per_s"] / peer["pairs_per_s"]
+        for name, peer in report["peers"].items()
+    }
+    if runs.peer_differences:
+        # The same checkpoint and word pieces: the peers' scores must agree with the engine's.
+        report["peer_max_score_difference"] = runs.peer_differences
+    if report["mode"] == "train":
+        # With the one-off tokenisation counted against the engine (a cold feature cache).
+        with_tokenisation = statistics.median(
+            m.pairs / (m.seconds + m.extra["tokenize_seconds"]) for m in runs.engine
+        )
+        report["ratio_with_tokenisation"] = with_tokenisation / report["baseline"]["pairs_per_s"]
+
+
 def run_bench(settings: BenchSettings, progress: bool = True) -> dict[str, Any]:
     """Measure the engine and the baseline on the same pairs and model; return the report.
 
@@ -64,131 +213,34 @@ def run_bench(settings: BenchSettings, progress: bool = True) -> dict[str, Any]:
         5.6
     """
     import torch
-    import transformers
 
     from reranklab.models.encoder import select_device, set_threads
-    from reranklab.models.registry import get_variant
-    from reranklab.training.steps import non_embedding_parameters
 
-    if settings.mode not in ("train", "rerank"):
-        raise ConfigError(f"bench: mode must be train or rerank, not {settings.mode!r}")
-    if settings.pairs < 1 or settings.repeats < 1:
-        raise ConfigError("bench: --pairs and --repeats must be at least 1")
+    _check(settings)
     set_threads(settings.threads)
     cell = bench_cell(settings)
-    training = cell["training"]
-    device = select_device(str(training["device"]))
-    spec = get_variant(settings.variant)
+    device = select_device(str(cell["training"]["device"]))
     peak = settings.peak_tflops or (
         peak_bf16_tflops(torch.cuda.get_device_name(device)) if device.type == "cuda" else None
     )
-    check_peers(list(settings.against), settings.variant)
-    engine_runs: list[Measurement] = []
-    baseline_runs: list[Measurement] = []
-    peer_runs: dict[str, list[Measurement]] = {name: [] for name in settings.against}
-    peer_differences: dict[str, float] = {}
     with tempfile.TemporaryDirectory(prefix="reranklab-bench-") as tmp:
         work = Path(tmp)
         data = load_bench_data(
             settings.dataset, work, settings.mirror, settings.data_dir, progress=progress
         )
         model = build_model(cell, device)
-        parameters = sum(p.numel() for p in model.parameters())
-        non_embedding = non_embedding_parameters(model)
-        report: dict[str, Any] = {
-            "mode": settings.mode,
-            "variant": settings.variant,
-            "max_length": settings.max_length,
-            "encoder": settings.encoder,
-            "dataset": settings.dataset,
-            "parameters": parameters,
-            "non_embedding_parameters": non_embedding,
-            **describe_device(device),
-            "peak_bf16_tflops": peak,
-            "batch_size": int(training["batch_size"]),
-            "micro_batch_size": training.get("micro_batch_size"),
-            "torch": torch.__version__,
-            "transformers": transformers.__version__,
-            "settings": asdict(settings),
-        }
+        report = _setup(settings, model, cell, device, peak)
         # The peers start from the engine's model, saved as a standard one-logit checkpoint.
         start = save_start(model, work / "start") if settings.against else None
         if settings.mode == "train":
-            del model
+            del model  # the engine and the baseline build their own, from the same seed
             gc.collect()
-            columns = training_examples(data, spec.example_kind, settings.pairs, settings.seed)
-            report["examples"] = len(columns["qid"])
-            for repeat in range(settings.repeats):
-                log.info("bench train, repeat %d/%d: baseline", repeat + 1, settings.repeats)
-                baseline_runs.append(baseline_train(cell, columns, data, progress))
-                log.info("bench train, repeat %d/%d: engine", repeat + 1, settings.repeats)
-                engine_runs.append(
-                    engine_train(cell, columns, data, work / f"engine{repeat}", progress)
-                )
-                for name in settings.against:
-                    log.info("bench train, repeat %d/%d: %s", repeat + 1, settings.repeats, name)
-                    train_peer = trainer_train if name == "trainer" else crossencoder_train
-                    peer_runs[name].append(
-                        train_peer(start, cell, columns, data, work / f"{name}{repeat}", progress)
-                    )
-                    gc.collect()
-            flops_per_token = 6.0 * non_embedding
+            runs = _train_runs(settings, cell, data, work, start, progress, report)
+            flops_per_token = 6.0 * report["non_embedding_parameters"]
         else:
-            candidates, qids = rerank_pairs(data, settings.pairs, settings.seed)
-            report["queries"] = len(qids)
-            warm_up_scoring(model, cell, candidates, qids, data)
-            for repeat in range(settings.repeats):
-                log.info("bench rerank, repeat %d/%d: baseline", repeat + 1, settings.repeats)
-                measured, baseline_run = baseline_rerank(
-                    model, cell, candidates, qids, data, progress
-                )
-                baseline_runs.append(measured)
-                log.info("bench rerank, repeat %d/%d: engine", repeat + 1, settings.repeats)
-                measured, engine_run = engine_rerank(model, cell, candidates, qids, data, progress)
-                engine_runs.append(measured)
-                for name in settings.against:
-                    log.info("bench rerank, repeat %d/%d: %s", repeat + 1, settings.repeats, name)
-                    if name == "trainer":
-                        measured, peer_run = trainer_rerank(
-                            start, cell, candidates, qids, data, work, progress
-                        )
-                    else:
-                        measured, peer_run = crossencoder_rerank(
-                            start, cell, candidates, qids, data, progress
-                        )
-                    peer_runs[name].append(measured)
-                    peer_differences[name] = max(
-                        abs(engine_run[q][p] - peer_run[q][p])
-                        for q in engine_run
-                        for p in engine_run[q]
-                    )
-            # Same model, same word pieces: the scores must agree (up to padding/precision rounding).
-            report["max_score_difference"] = max(
-                abs(engine_run[q][p] - baseline_run[q][p])
-                for q in engine_run
-                for p in engine_run[q]
-            )
-            flops_per_token = 2.0 * non_embedding
-    report["engine"] = summarize(engine_runs, flops_per_token, peak)
-    report["baseline"] = summarize(baseline_runs, flops_per_token, peak)
-    report["ratio"] = report["engine"]["pairs_per_s"] / report["baseline"]["pairs_per_s"]
-    report["ratio_tokens"] = report["engine"]["tokens_per_s"] / report["baseline"]["tokens_per_s"]
-    report["peers"] = {
-        name: summarize(runs, flops_per_token, peak) for name, runs in peer_runs.items()
-    }
-    report["ratios"] = {
-        name: report["engine"]["pairs_per_s"] / peer["pairs_per_s"]
-        for name, peer in report["peers"].items()
-    }
-    if peer_differences:
-        # The same checkpoint and word pieces: the peers' scores must agree with the engine's.
-        report["peer_max_score_difference"] = peer_differences
-    if settings.mode == "train":
-        # With the one-off tokenisation counted against the engine (a cold feature cache).
-        with_tokenisation = statistics.median(
-            m.pairs / (m.seconds + m.extra["tokenize_seconds"]) for m in engine_runs
-        )
-        report["ratio_with_tokenisation"] = with_tokenisation / report["baseline"]["pairs_per_s"]
+            runs = _rerank_runs(settings, model, cell, data, work, start, progress, report)
+            flops_per_token = 2.0 * report["non_embedding_parameters"]
+    _summarize(report, runs, flops_per_token, peak)
     return report
 
 

@@ -39,7 +39,7 @@ def fold_pairs(
         >>> fold_pairs("triplet", examples, {"q1": {"p1": 1.0}, "q2": {"p1": 2.0, "p3": 1.0}}, ["q2"])
         [('q1', 'p1'), ('q1', 'p2'), ('q2', 'p1'), ('q2', 'p3')]
     """
-    from reranklab.training.trainer import read_examples
+    from reranklab.training.plan import read_examples
 
     collator_cls = collator_for(example_kind)
     columns = read_examples(examples_path, collator_cls.columns)

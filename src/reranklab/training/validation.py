@@ -231,7 +231,7 @@ def load_dev_set(
     """The dev set of a ``reranklab train`` job whose cell validates, else ``None``.
 
     Args:
-        params: the job's ``--params`` (the cell; with validation on, also ``scoring``: the
+        params: the job's resolved ``--spec`` (the cell; with validation on, also ``scoring``: the
             dataset's :meth:`Scoring.as_dict`, as the train rule passes it).
         candidates, qrels, folds, fold: the first-stage run, the qrels, ``folds.json`` and the
             fold index (the train rule passes them only to jobs that validate).
@@ -266,7 +266,7 @@ def load_dev_set(
         )
     if "scoring" not in params:
         raise ReranklabError(
-            'train: training.validation is on, so --params needs the dataset\'s scoring protocol: {"scoring": {...}}'
+            'train: training.validation is on, so --spec needs the dataset\'s scoring protocol: {"scoring": {...}}'
         )
     from reranklab.evaluation.protocol import Scoring
     from reranklab.io import read_folds, read_qrels, read_run
