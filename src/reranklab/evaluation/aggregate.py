@@ -39,6 +39,61 @@ def _fold_queries(metrics: Any, path: Path) -> set[str]:
     return set(metrics["per_query"]) | set(metrics["excluded"])
 
 
+def _claim_queries(owner: dict[str, int], queries: set[str], fold: int, run_path: Path) -> None:
+    """Record ``fold`` as the owner of its test queries; a query owned twice is an error."""
+    for qid in sorted(queries):
+        if qid in owner:
+            raise ValueError(
+                f"query {qid!r} is in the test set of fold {owner[qid]} and of fold {fold} "
+                f"({run_path}): the folds' test sets must be disjoint"
+            )
+        owner[qid] = fold
+
+
+def _check_scoring(metrics: dict[str, Any], metrics_path: Path, scoring: Scoring | int) -> None:
+    """A fold must have been evaluated under the scoring (or relevance level) aggregated with."""
+    if isinstance(scoring, Scoring):
+        used = metrics.get("scoring")
+        if used is not None and used != scoring.as_dict():
+            raise ValueError(
+                f"{metrics_path}: evaluated under scoring {used.get('name')!r}, aggregating under "
+                f"{scoring.name!r} with other settings: evaluate the folds again"
+            )
+    else:
+        threshold = metrics.get("relevance_threshold", scoring)
+        if threshold != scoring:
+            raise ValueError(
+                f"{metrics_path}: evaluated with relevance threshold {threshold}, aggregating with {scoring}"
+            )
+
+
+def _summary(result: dict[str, Any], folds: list[dict[str, Any]]) -> dict[str, Any]:
+    """The cell's metrics JSON: the combined run's evaluation plus the folds' mean and spread."""
+    fold_mean: dict[str, float | None] = {}
+    fold_std: dict[str, float | None] = {}
+    for name in result["measures"]:
+        values = [f["metrics"][name] for f in folds if f["metrics"].get(name) is not None]
+        fold_mean[name], fold_std[name] = _spread(values)
+    return {
+        "overall": result["aggregate"],
+        "fold_mean": fold_mean,
+        "fold_std": fold_std,
+        "std_ddof": 1 if len(folds) >= 2 else 0,
+        "folds": folds,
+        "n_folds": len(folds),
+        "n_queries": result["n_queries"],
+        "n_excluded": result["n_excluded"],
+        "excluded": result["excluded"],
+        "dropped": result["dropped"],
+        "ties": result["ties"],
+        "relevance_threshold": result["relevance_threshold"],
+        "measures": result["measures"],
+        "scoring": result["scoring"],
+        "tie_seed": result["tie_seed"],
+        "per_query": result["per_query"],
+    }
+
+
 def _spread(values: list[float]) -> tuple[float | None, float | None]:
     if not values:
         return None, None
@@ -108,26 +163,8 @@ def aggregate_folds(
         run = read_run(run_path)
         metrics = read_json(metrics_path)
         queries = _fold_queries(metrics, Path(metrics_path)) | set(run)
-        for qid in sorted(queries):
-            if qid in owner:
-                raise ValueError(
-                    f"query {qid!r} is in the test set of fold {owner[qid]} and of fold {fold} "
-                    f"({run_path}): the folds' test sets must be disjoint"
-                )
-            owner[qid] = fold
-        if isinstance(scoring, Scoring):
-            used = metrics.get("scoring")
-            if used is not None and used != scoring.as_dict():
-                raise ValueError(
-                    f"{metrics_path}: evaluated under scoring {used.get('name')!r}, aggregating under "
-                    f"{scoring.name!r} with other settings: evaluate the folds again"
-                )
-        else:
-            threshold = metrics.get("relevance_threshold", scoring)
-            if threshold != scoring:
-                raise ValueError(
-                    f"{metrics_path}: evaluated with relevance threshold {threshold}, aggregating with {scoring}"
-                )
+        _claim_queries(owner, queries, fold, run_path)
+        _check_scoring(metrics, metrics_path, scoring)
         measures = measures or metrics.get("measures") or list(metrics["aggregate"])
         combined.update(run)
         test_qids |= queries
@@ -143,30 +180,7 @@ def aggregate_folds(
     if not isinstance(scoring, Scoring):
         scoring = default_scoring(int(scoring), measures or ())
     result = evaluate_run(combined, qrels, qids=test_qids, scoring=scoring, tie_seed=tie_seed)
-    fold_mean: dict[str, float | None] = {}
-    fold_std: dict[str, float | None] = {}
-    for name in result["measures"]:
-        values = [f["metrics"][name] for f in folds if f["metrics"].get(name) is not None]
-        fold_mean[name], fold_std[name] = _spread(values)
-
-    summary = {
-        "overall": result["aggregate"],
-        "fold_mean": fold_mean,
-        "fold_std": fold_std,
-        "std_ddof": 1 if len(folds) >= 2 else 0,
-        "folds": folds,
-        "n_folds": len(folds),
-        "n_queries": result["n_queries"],
-        "n_excluded": result["n_excluded"],
-        "excluded": result["excluded"],
-        "dropped": result["dropped"],
-        "ties": result["ties"],
-        "relevance_threshold": result["relevance_threshold"],
-        "measures": result["measures"],
-        "scoring": result["scoring"],
-        "tie_seed": result["tie_seed"],
-        "per_query": result["per_query"],
-    }
+    summary = _summary(result, folds)
     write_run(out_run, combined, tag=_run_tag(Path(fold_runs[0])) or "reranklab")
     write_json(out_metrics, summary)
     return summary

@@ -1,7 +1,7 @@
 """The study model: every key of ``params.yaml``, its type, range, default and description.
 
 The one source of the settings: :mod:`reranklab.settings.generate` writes the JSON schema
-(``reranklab/workflow/schemas/params.schema.yaml``) from it, :func:`study_defaults` gives the defaults,
+(``workflow/schemas/params.schema.yaml``) from it, :func:`study_defaults` gives the defaults,
 and :func:`validate_study` checks a config file against it before any job runs. The blocks
 keyed by name come from what is registered: ``protocol.<dataset>`` (its ``options`` typed by the
 dataset module's own options model) and ``variants.<variant>`` (the ``training`` keys, with
@@ -321,7 +321,23 @@ def study_model(
     """
     names = [name for name, _ in variants]
     training = training_model(variants)
-    grid = create_model(
+    grid = _grid_model(names)
+    protocols = _protocols_model(datasets)
+    per_variant = _variants(names, training)
+    # The keys in the order the schema (and its documentation) lists them.
+    return create_model(
+        "Study",
+        __base__=Section,
+        __doc__="The configuration of a reranklab study (params.yaml, plus override files).",
+        **_study_fields(datasets),
+        **_section_fields(grid, protocols, training, per_variant),
+        **_paper_fields(),
+    )
+
+
+def _grid_model(names: list[str]) -> type[Section]:
+    """``grid``: the variant and max_length axes (the datasets are the third)."""
+    return create_model(
         "Grid",
         __base__=Section,
         __doc__="The other two axes of the grid dataset x variant x max_length.",
@@ -352,7 +368,11 @@ def study_model(
             ),
         ),
     )
-    protocols = _keyed(
+
+
+def _protocols_model(datasets: tuple[DatasetEntry, ...]) -> type[Keyed]:
+    """``protocol``: one block per registered dataset, overriding its own protocol."""
+    return _keyed(
         "Protocols",
         "dataset",
         {
@@ -363,12 +383,12 @@ def study_model(
             for entry in datasets
         },
     )
-    per_variant = _variants(names, training)
-    return create_model(
-        "Study",
-        __base__=Section,
-        __doc__="The configuration of a reranklab study (params.yaml, plus override files).",
-        study=(
+
+
+def _study_fields(datasets: tuple[DatasetEntry, ...]) -> dict[str, Any]:
+    """The study's name, its seed(s) and its datasets."""
+    return {
+        "study": (
             str,
             Field(
                 "reranklab",
@@ -376,60 +396,77 @@ def study_model(
                 description="Name of the study; the MLflow experiment and report title.",
             ),
         ),
-        seed=(
+        "seed": (
             int,
             Field(
                 42,
                 description="One seed for fold assignment, negative sampling, model initialisation and data order.",
             ),
         ),
-        seeds=(
+        "seeds": (
             distinct_list(Annotated[int, Field(ge=0)]) | None,
             Field(
                 None,
                 description="Several seeds per cell (a grid axis): each seed gets its own negative sampling, initialisation and data order (folds stay those of `seed`), and the summary reports the mean ± std over seeds; null = just `seed`.",
             ),
         ),
-        datasets=(
+        "datasets": (
             distinct_list(registered("dataset", [entry.name for entry in datasets])),
             Field(
                 ["sample"],
                 description="Datasets of the grid (registered names; `reranklab datasets` lists them).",
             ),
         ),
-        grid=_section(grid, "The other two axes of the grid dataset x variant x max_length."),
-        protocol=_section(
+    }
+
+
+def _section_fields(
+    grid: type[BaseModel],
+    protocols: type[BaseModel],
+    training: type[BaseModel],
+    per_variant: type[BaseModel],
+) -> dict[str, Any]:
+    """The sections: the grid, the protocols, retrieval, training, variants and the tools'."""
+    return {
+        "grid": _section(grid, "The other two axes of the grid dataset x variant x max_length."),
+        "protocol": _section(
             protocols,
             "Per-dataset overrides of the dataset's own evaluation protocol (keyed by dataset name).",
         ),
-        retrieval=_section(Retrieval, "First-stage BM25 settings."),
-        training=_section(
+        "retrieval": _section(Retrieval, "First-stage BM25 settings."),
+        "training": _section(
             training,
             "Training and inference settings shared by all variants (a variant's paper settings win over them).",
         ),
-        variants=_section(
+        "variants": _section(
             per_variant,
             "Per-variant overrides of `training` (keyed by variant name); they win over the variant's paper settings. A key that is no registered variant defines an alias: {base: <registered variant>, <training keys>}, a second configuration of it (e.g. bertsel_epoch5: {base: bertsel, epochs: 5}) to name in grid.variant.",
         ),
-        data=_section(Data, "Where raw files come from."),
-        dvc=_section(Dvc, "What `dvc repro` passes to Snakemake (read by dvc.yaml only)."),
-        mlflow=_section(Mlflow, "Experiment tracking."),
-        report=_section(Report, "The study's tables and figures."),
-        paper=(
+        "data": _section(Data, "Where raw files come from."),
+        "dvc": _section(Dvc, "What `dvc repro` passes to Snakemake (read by dvc.yaml only)."),
+        "mlflow": _section(Mlflow, "Experiment tracking."),
+        "report": _section(Report, "The study's tables and figures."),
+    }
+
+
+def _paper_fields() -> dict[str, Any]:
+    """The paper the study replicates and where it departs from it (read by no model step)."""
+    return {
+        "paper": (
             Paper | None,
             Field(
                 None,
                 description="The paper the study replicates: {id, cite}; no step that trains, re-ranks or evaluates reads it. null = none.",
             ),
         ),
-        deviations=(
+        "deviations": (
             Deviations,
             Field(
                 [],
                 description="Where the study knowingly departs from its paper: a list of {name, what, why, affects}; no step that trains, re-ranks or evaluates reads it.",
             ),
         ),
-    )
+    }
 
 
 def validate_study(

@@ -569,39 +569,19 @@ def track_cell(
         cell_metrics_path, ("overall", "fold_mean", "fold_std", "n_queries", "n_excluded")
     )
     folds = [_read_fold(fold) for fold in sorted(fold_artifacts, key=lambda f: int(f["fold"]))]
-    for path in [cell_run_path] + [p for fold in folds for p in fold.artifacts]:
-        if not Path(path).is_file():
-            raise FileNotFoundError(f"track {key}: missing artifact {path}")
+    _check_artifacts(key, cell_run_path, folds)
     source = source_tags("track")
 
     with store_lock(tracking_uri):
         client = open_store(tracking_uri)
         experiment_id = ensure_experiment(client, experiment, tracking_uri)
         earlier = cell_runs(client, experiment_id, key)
-        # The runs the training jobs logged while they trained: completed, not made again.
-        live = {
-            fold.index: pick_fold_run(
-                earlier,
-                cell,
-                key,
-                fold.index,
-                recorded_run_id(fold.stats, tracking_uri, experiment_id),
-            )
-            for fold in folds
-        }
-        starts = [run.info.start_time for run in live.values() if run and run.info.start_time]
+        live = _live_fold_runs(earlier, cell, key, folds, tracking_uri, experiment_id)
         created: list[str] = []
         adopted: dict[str, str | None] = {}  # reused fold run -> the parent it had before
         children: dict[str, str] = {}
         try:
-            parent = _retry(
-                client.create_run,
-                experiment_id,
-                start_time=min(starts) if starts else None,  # the cell began with its training
-                run_name=key,
-                tags={**source, **run_tags(cell, key, "cell")},
-            )
-            parent_id = parent.info.run_id
+            parent_id = _create_cell_run(client, experiment_id, cell, key, live, source)
             created.append(parent_id)
             _log(
                 client,
@@ -629,9 +609,7 @@ def track_cell(
             _restore_parents(client, adopted)
             abandon_runs(client, created)
             raise
-        replaced = [run.info.run_id for run in earlier if run.info.run_id not in adopted]
-        for run_id in replaced:
-            _retry(client.delete_run, run_id)
+        replaced = _delete_replaced(client, earlier, adopted)
 
     return write_record(
         out,
@@ -645,6 +623,65 @@ def track_cell(
         live_run_ids=sorted(adopted),
         ui=runs_link(tracking_uri, experiment_id),
     )
+
+
+def _check_artifacts(key: str, cell_run_path: Path, folds: list[_Fold]) -> None:
+    """Fail before touching the store when a file the cell's runs log is missing."""
+    for path in [cell_run_path] + [p for fold in folds for p in fold.artifacts]:
+        if not Path(path).is_file():
+            raise FileNotFoundError(f"track {key}: missing artifact {path}")
+
+
+def _live_fold_runs(
+    earlier: list[Any],
+    cell: dict[str, Any],
+    key: str,
+    folds: list[_Fold],
+    tracking_uri: str,
+    experiment_id: str,
+) -> dict[int, Any]:
+    """Each fold's run logged while it trained (None for a fold without one), by fold index."""
+    # The runs the training jobs logged while they trained: completed, not made again.
+    return {
+        fold.index: pick_fold_run(
+            earlier,
+            cell,
+            key,
+            fold.index,
+            recorded_run_id(fold.stats, tracking_uri, experiment_id),
+        )
+        for fold in folds
+    }
+
+
+def _create_cell_run(
+    client: MlflowClient,
+    experiment_id: str,
+    cell: dict[str, Any],
+    key: str,
+    live: Mapping[int, Any],
+    source: Mapping[str, str],
+) -> str:
+    """Create the cell's (parent) run and return its id."""
+    starts = [run.info.start_time for run in live.values() if run and run.info.start_time]
+    parent = _retry(
+        client.create_run,
+        experiment_id,
+        start_time=min(starts) if starts else None,  # the cell began with its training
+        run_name=key,
+        tags={**source, **run_tags(cell, key, "cell")},
+    )
+    return parent.info.run_id
+
+
+def _delete_replaced(
+    client: MlflowClient, earlier: list[Any], adopted: Mapping[str, str | None]
+) -> list[str]:
+    """Soft-delete the cell's earlier runs that the new cell run did not adopt; their ids."""
+    replaced = [run.info.run_id for run in earlier if run.info.run_id not in adopted]
+    for run_id in replaced:
+        _retry(client.delete_run, run_id)
+    return replaced
 
 
 @dataclass(frozen=True)
