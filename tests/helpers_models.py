@@ -14,6 +14,7 @@ import pyarrow.parquet as pq
 
 from reranklab.config import resolve_training
 from reranklab.models.tiny import build_tiny_bert
+from reranklab.settings.job import ModelSpec
 
 # Eight questions, each with its one answer; the other queries' answers are its negatives.
 TOPICS = {
@@ -101,6 +102,12 @@ def toy_cell(
         # Under variants.<name>: the test's settings win over the variant's paper presets.
         "training": resolve_training({"variants": {variant: overrides}}, variant),
     }
+
+
+def model_spec(cell: dict[str, Any]) -> str:
+    """A resolved cell as a train, encode or rerank job's ``--spec``: its ModelSpec JSON."""
+    keys = ("variant", "base", "max_length", "dataset", "seed", "training", "scoring")
+    return ModelSpec(**{k: cell[k] for k in keys if cell.get(k) is not None}).to_json()
 
 
 def mrr(run: dict[str, dict[str, float]]) -> float:

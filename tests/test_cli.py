@@ -72,19 +72,58 @@ def test_an_error_is_said_once_on_stderr(tmp_path):
 
 def test_a_missing_input_file_is_one_line_not_a_traceback(tmp_path, capsys):
     args = ["--run", "x.run", "--qrels", "q.txt", "--folds", "f.json", "--out", "m.json"]
-    code = main(["evaluate", *args, "--fold", "0", "--params", '{"scoring": {}}'])
+    code = main(["evaluate", *args, "--fold", "0", "--spec", '{"scoring": {}}'])
     err = capsys.readouterr().err
     assert code == 2 and "Traceback" not in err
     assert err.strip().splitlines()[-1].startswith("reranklab evaluate: error: [Errno 2]")
     assert err.count("error:") == 1
 
 
-def test_params_from_a_missing_file_is_a_usage_error(capsys):
-    with pytest.raises(SystemExit) as stopped:
-        main(["index", "--corpus", "c", "--out-dir", "o", "--params", "@no-such.json"])
+def _exit_code(argv: list[str]) -> int:
+    """``main``'s exit status, whether it returns it or argparse exits."""
+    try:
+        return main(argv)
+    except SystemExit as stopped:
+        return int(stopped.code or 0)
+
+
+EVALUATE = [
+    "evaluate",
+    "--run",
+    "x.run",
+    "--qrels",
+    "q.txt",
+    "--folds",
+    "f.json",
+    "--out",
+    "m.json",
+]
+
+
+def test_a_spec_from_a_missing_file_is_one_error_line(capsys):
+    code = _exit_code(["index", "--corpus", "c", "--out-dir", "o", "--spec", "@no-such.json"])
     err = capsys.readouterr().err
-    assert stopped.value.code == 2
-    assert "argument --params: --params @no-such.json: No such file or directory" in err
+    assert code == 2 and "Traceback" not in err
+    (line,) = [line for line in err.splitlines() if "error:" in line]
+    assert line.startswith("reranklab index: error:")
+    assert "--spec no-such.json: No such file or directory" in line
+
+
+def test_a_spec_with_an_unknown_key_is_one_error_line_naming_the_key(capsys):
+    code = _exit_code([*EVALUATE, "--fold", "0", "--spec", '{"scoring": {}, "bogus": 1}'])
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err
+    (line,) = [line for line in err.splitlines() if "error:" in line]
+    assert line.startswith("reranklab evaluate: error:")
+    assert "not a ScoringSpec" in line and "bogus: Extra inputs are not permitted" in line
+
+
+def test_a_spec_that_is_not_json_is_one_error_line(capsys):
+    code = _exit_code([*EVALUATE, "--fold", "0", "--spec", "{scoring: }"])
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err
+    (line,) = [line for line in err.splitlines() if "error:" in line]
+    assert line.startswith("reranklab evaluate: error:") and "not a ScoringSpec" in line
 
 
 def test_settings_schema_checks_the_packaged_schema_by_default(capsys):
@@ -113,3 +152,18 @@ def test_help_lists_the_commands_a_person_types_and_names_the_workflow_steps():
         for name in re.findall(r"reranklab ([a-z-]+)", rule_file.read_text(encoding="utf-8"))
     }
     assert called - WORKFLOW_STEPS <= {"regress", "variants"}
+
+
+def test_each_subcommand_is_one_module_of_steps_or_commands():
+    from reranklab.cli import WORKFLOW_STEPS
+    from reranklab.cli.commands import COMMANDS
+    from reranklab.cli.steps import STEPS
+
+    for module in (*STEPS, *COMMANDS):
+        assert module.__doc__, f"{module.__name__}: no module docstring"
+        assert isinstance(module.NAME, str) and isinstance(module.HELP, str)
+        assert callable(module.add_arguments) and callable(module.run)
+    # The steps are exactly the workflow steps; the parser lists steps first, then commands.
+    assert {step.NAME for step in STEPS} == WORKFLOW_STEPS
+    assert list(_subparsers()) == [module.NAME for module in (*STEPS, *COMMANDS)]
+    assert all(_subparsers()[m.NAME].get_default("func") is m.run for m in (*STEPS, *COMMANDS))

@@ -12,6 +12,7 @@ import yaml
 
 from reranklab.config import COMMAND_LINE, load_params, snakemake_config
 from reranklab.errors import ConfigError
+from reranklab.resources import STUDY as STUDY_TEMPLATE
 from reranklab.settings.sources import typed_overrides
 from tests.conftest import tool_env
 
@@ -59,8 +60,9 @@ def test_snakemake_config_checks_each_file_by_its_name(tmp_path, repo, monkeypat
 
 @pytest.fixture
 def workdir(repo, tmp_path):
-    for name in ("Snakefile", "params.yaml"):
-        shutil.copy(repo / name, tmp_path / name)
+    # A study folder as `reranklab init` writes it: its Snakefile includes the package's workflow.
+    shutil.copy(STUDY_TEMPLATE / "Snakefile", tmp_path / "Snakefile")
+    shutil.copy(repo / "params.yaml", tmp_path / "params.yaml")
     (tmp_path / "study.yaml").write_text(yaml.safe_dump(STUDY))
     return tmp_path
 

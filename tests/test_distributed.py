@@ -98,7 +98,14 @@ def test_reranklab_train_runs_as_two_torchrun_workers_on_cpu(tmp_path):
     import pandas as pd
 
     # Imported here: the spawned workers above import this module and need none of it.
-    from tests.helpers_models import CORPUS, QUERIES, build_toy_bert, toy_cell, write_examples
+    from tests.helpers_models import (
+        CORPUS,
+        QUERIES,
+        build_toy_bert,
+        model_spec,
+        toy_cell,
+        write_examples,
+    )
 
     bert = build_toy_bert(tmp_path / "bert")
     examples = write_examples(tmp_path / "examples.parquet", "pointwise")
@@ -124,8 +131,8 @@ def test_reranklab_train_runs_as_two_torchrun_workers_on_cpu(tmp_path):
         str(tmp_path / "checkpoints"),
         "--checkpoint-every",
         "3",
-        "--params",
-        json.dumps(cell),
+        "--spec",
+        model_spec(cell),
     ]
     result = subprocess.run(command, env=tool_env(), capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]

@@ -896,7 +896,7 @@ def test_index_and_retrieve_steps_on_the_elasticsearch_backend(cluster, corpus_p
                 str(corpus_path),
                 "--out-dir",
                 str(tmp_path / "bm25"),
-                "--params",
+                "--spec",
                 json.dumps({"retrieval": retrieval}),
             ]
         )
@@ -925,7 +925,7 @@ def test_index_and_retrieve_steps_on_the_elasticsearch_backend(cluster, corpus_p
                 str(tmp_path / "bm25"),
                 "--out",
                 str(out),
-                "--params",
+                "--spec",
                 json.dumps({"protocol": protocol, "retrieval": retrieval}),
             ]
         )

@@ -14,6 +14,7 @@ import pytest
 
 from reranklab.errors import ConfigError
 from reranklab.gpu import acquire_gpus, gpu_binding, lock_dir, visible_devices, wants_binding
+from reranklab.resources import STUDY as STUDY_TEMPLATE
 from tests.conftest import tool_env
 
 # A GPU step in miniature: lease a device, report it, hold it until told to stop.
@@ -254,8 +255,8 @@ def test_the_rules_lease_slots(tmp_path, repo):
     """A model job passes its lease to its step: its share of one GPU, or 0 (whole GPUs)."""
     import yaml
 
-    for name in ("Snakefile", "params.yaml"):
-        (tmp_path / name).write_text((repo / name).read_text())
+    (tmp_path / "Snakefile").write_text((STUDY_TEMPLATE / "Snakefile").read_text())
+    (tmp_path / "params.yaml").write_text((repo / "params.yaml").read_text())
     config = {
         "study": "slots",
         "datasets": ["sample"],

@@ -15,19 +15,20 @@ from pathlib import Path
 import pytest
 
 from reranklab.errors import ReranklabError
-from reranklab.workflow import PROFILES, RULES, SCHEMA, SNAKEFILE, STUDY
+from reranklab.resources import PROFILES, RULES, SCHEMA, SNAKEFILE, STUDY
 from reranklab.workflow.init import init_study, study_files
 from tests.conftest import tool_env
 
 # What a wheel is built from (a copy: building in the checkout would leave build/ and egg-info).
 SOURCES = (
     "pyproject.toml",
+    "setup.py",
+    "MANIFEST.in",
     "README.md",
-    "Snakefile",
     "params.yaml",
+    "workflow",
     "config",
     "studies",
-    "envs",
     "src",
 )
 
@@ -38,14 +39,20 @@ def _run(command: list[str], cwd: Path, env: dict[str, str]) -> subprocess.Compl
     return result
 
 
-def test_the_package_holds_the_workflow_and_one_copy_of_each_rule(repo):
-    assert SNAKEFILE.is_file() and SCHEMA.is_file() and (PROFILES / "slurm").is_dir()
+def test_the_checkout_has_the_catalog_layout_and_one_copy_of_each_rule(repo):
+    # In a checkout (or an editable install) the package reads the top-level workflow/ itself.
+    assert repo / "workflow" / "Snakefile" == SNAKEFILE and SCHEMA.is_file()
+    assert repo / "workflow" / "rules" == RULES and (PROFILES / "slurm").is_dir()
     assert {p.name for p in RULES.glob("*.smk")} >= {"common.smk", "train.smk", "report.smk"}
-    # The checkout keeps no rules of its own: its Snakefiles include the package's.
-    assert not (repo / "workflow" / "rules").exists()
-    assert sorted(p.name for p in (repo / "workflow").iterdir()) == ["Snakefile"]
+    layout = {p.name for p in (repo / "workflow").iterdir()}
+    assert {"Snakefile", "rules", "schemas", "report", "envs", "profiles"} <= layout
+    assert (repo / ".snakemake-workflow-catalog.yml").is_file()
+    assert (repo / "config" / "README.md").is_file()
+    # One Snakefile: Snakemake finds workflow/Snakefile; no rule file inside src/.
+    assert not (repo / "Snakefile").exists()
+    assert not list((repo / "src").rglob("*.smk"))
     # The study templates are the checkout's own files, not copies.
-    for name in ("Snakefile", "params.yaml", "config", "studies", "envs"):
+    for name in ("params.yaml", "config", "studies"):
         assert (STUDY / name).resolve() == (repo / name).resolve(), name
 
 
@@ -54,12 +61,11 @@ def test_init_writes_a_study_and_never_replaces_a_file(tmp_path):
     names = {str(path) for path in written}
     assert {"Snakefile", "params.yaml", "config/quickstart.yaml", "config/README.md"} <= names
     assert "profiles/slurm/config.v8+.yaml" in names
-    # The papers' studies, matrix and claims, and the Conda environment, ship with the package.
+    # The papers' studies, matrix and claims ship with the package.
     assert {
         "studies/bertdmn2021.yaml",
         "studies/published.yaml",
         "studies/claims.yaml",
-        "envs/reranklab.yaml",
     } <= names
     assert all((tmp_path / "study" / name).is_file() for name in names)
     assert [str(target) for _, target in study_files()] == [str(path) for path in written]
@@ -72,7 +78,7 @@ def test_init_writes_a_study_and_never_replaces_a_file(tmp_path):
 
 
 def test_the_workflow_passes_snakemake_lint(repo, tmp_path):
-    for name in ("Snakefile", "params.yaml", "config"):
+    for name in ("workflow", "params.yaml", "config"):
         (shutil.copytree if (repo / name).is_dir() else shutil.copy)(repo / name, tmp_path / name)
     result = subprocess.run(
         ["snakemake", "--lint", "--configfile", "config/quickstart.yaml"],
@@ -119,10 +125,12 @@ def test_a_study_runs_from_the_installed_wheel_outside_the_repository(repo, tmp_
     (wheel,) = (tmp_path / "dist").glob("reranklab-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
     for packaged in (
-        "reranklab/workflow/Snakefile",
-        "reranklab/workflow/rules/common.smk",
-        "reranklab/workflow/schemas/params.schema.yaml",
-        "reranklab/workflow/profiles/slurm/config.v8+.yaml",
+        "reranklab/_workflow/Snakefile",
+        "reranklab/_workflow/rules/common.smk",
+        "reranklab/_workflow/schemas/params.schema.yaml",
+        "reranklab/_workflow/profiles/slurm/config.v8+.yaml",
+        "reranklab/_workflow/envs/reranklab.yaml",
+        "reranklab/_workflow/report/workflow.rst",
         "reranklab/workflow/study/Snakefile",
         "reranklab/workflow/study/params.yaml",
         "reranklab/workflow/study/config/quickstart.yaml",
@@ -130,7 +138,6 @@ def test_a_study_runs_from_the_installed_wheel_outside_the_repository(repo, tmp_
         "reranklab/workflow/study/studies/mass2019.yaml",
         "reranklab/workflow/study/studies/published.yaml",
         "reranklab/workflow/study/studies/claims.yaml",
-        "reranklab/workflow/study/envs/reranklab.yaml",
     ):
         assert packaged in names, packaged
     # The templates are files in the wheel, with the checkout's content (not links).
@@ -159,6 +166,10 @@ def test_a_study_runs_from_the_installed_wheel_outside_the_repository(repo, tmp_
     where = _run([str(venv / "bin" / "python"), "-c", "import reranklab; print(reranklab.__file__)"],
                  tmp_path, env).stdout  # fmt: skip
     assert Path(where.strip()).is_relative_to(venv), where
+    # ... and its workflow is the wheel's copy of workflow/, not the checkout's.
+    code = "from reranklab.resources import SNAKEFILE; print(SNAKEFILE)"
+    snakefile = _run([str(venv / "bin" / "python"), "-c", code], tmp_path, env).stdout.strip()
+    assert Path(snakefile).is_relative_to(venv) and Path(snakefile).parent.name == "_workflow"
 
     study = tmp_path / "elsewhere" / "my-study"
     _run(["reranklab", "init", str(study)], tmp_path, env)

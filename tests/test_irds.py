@@ -126,13 +126,13 @@ def reranklab(home: Path, *args: str) -> subprocess.CompletedProcess:
 
 
 def download_and_prepare(home: Path, out: Path, name: str, options: dict | None = None) -> dict:
-    params = json.dumps({"options": options or {}})
+    spec = json.dumps({"options": options or {}})
     for step in (
-        ["download", "--dataset", name, "--out-dir", str(out / "raw"), "--params", params],
+        ["download", "--dataset", name, "--out-dir", str(out / "raw"), "--spec", spec],
         ["prepare", "--dataset", name, "--raw-dir", str(out / "raw"), "--out-dir", str(out)],
     ):
         if step[0] == "prepare":
-            step += ["--params", params]
+            step += ["--spec", spec]
         result = reranklab(home, *step)
         assert result.returncode == 0, result.stderr[-3000:]
     return json.loads((out / "stats.json").read_text())
@@ -333,7 +333,7 @@ def test_bad_options_are_named(tmp_path: Path) -> None:
             str(out / "raw"),
             "--out-dir",
             str(out),
-            "--params",
+            "--spec",
             json.dumps({"options": options}),
         )
         assert result.returncode == 2

@@ -45,6 +45,7 @@ from tests.helpers_models import (
     QUERIES,
     build_toy_bert,
     candidates,
+    model_spec,
     toy_cell,
     write_examples,
 )
@@ -404,8 +405,8 @@ def test_sigkilled_training_resumes_to_the_same_model(toy, tmp_path):
         str(checkpoints),
         "--checkpoint-every",
         "5",
-        "--params",
-        json.dumps(toy_cell("pointwise", toy["bert"], **RESUME)),
+        "--spec",
+        model_spec(toy_cell("pointwise", toy["bert"], **RESUME)),
     ]
     steps = _kill_after_first_checkpoint(command, checkpoints, tmp_path / "killed.log")
     assert not out.exists(), "the job was killed before saving its model"
@@ -420,7 +421,7 @@ def test_snakemake_unlock_and_rerun_incomplete_resume_the_killed_job(toy, repo, 
     """The whole Snakemake run is SIGKILLed mid-epoch (as when a node dies), then
     ``snakemake --unlock`` and ``snakemake --rerun-incomplete`` finish the training job from its
     checkpoint, outside the rule's outputs, to the same model as an uninterrupted run."""
-    for name in ("Snakefile", "params.yaml", "workflow", "envs"):
+    for name in ("params.yaml", "workflow"):
         (shutil.copytree if (repo / name).is_dir() else shutil.copy)(repo / name, tmp_path / name)
     # The train rule's inputs, as the prepare and sample steps leave them.
     for source, target in (
@@ -594,8 +595,8 @@ def test_a_model_that_cannot_be_written_stops_with_a_clear_error(
             str(checkpoints),
             "--checkpoint-every",
             "5",
-            "--params",
-            json.dumps(cell),
+            "--spec",
+            model_spec(cell),
         ]
     )
     err = capsys.readouterr().err

@@ -506,7 +506,7 @@ def test_trecqa_download_fetches_only_what_the_options_use(
             str(raw),
             "--mirror",
             str(MIRROR),
-            "--params",
+            "--spec",
             json.dumps({"options": {"train": "train"}}),
         ]
     )

@@ -36,7 +36,7 @@ from reranklab.settings.variant import VariantSettings
 from reranklab.settings.variant_fields import describe, merged_field, training_model
 from tests.conftest import tool_env
 
-SCHEMA = "src/reranklab/workflow/schemas/params.schema.yaml"
+SCHEMA = "workflow/schemas/params.schema.yaml"
 
 
 def write(path, data):
@@ -270,7 +270,7 @@ def test_a_wrong_dataset_option_stops_validation_before_any_download(tmp_path, r
 
 @pytest.mark.integration
 def test_snakemake_dry_run_rejects_a_wrong_dataset_option(tmp_path, repo):
-    for name in ("Snakefile", "params.yaml", "workflow", "config", "envs"):
+    for name in ("params.yaml", "workflow", "config"):
         (shutil.copytree if (repo / name).is_dir() else shutil.copy)(repo / name, tmp_path / name)
     for options, expected in (
         ({"bogus": 1}, "protocol.wikiqa.options.bogus"),
@@ -392,8 +392,13 @@ def test_a_variant_setting_is_declared_once_and_its_schema_text_generated(repo):
         merged_field("episodes", [*declared, ("c", C.model_fields["episodes"])])
 
 
-def test_fingerprint_and_job_settings_leave_out_the_flagged_keys(repo):
+def test_fingerprint_and_job_settings_leave_out_the_flagged_keys(repo, tmp_path):
+    from types import SimpleNamespace
+
+    from reranklab.config import with_defaults
+    from reranklab.settings.job import ModelSpec
     from reranklab.training.checkpoint import OPERATIONAL_KEYS
+    from reranklab.workflow.plan import StudyPlan
 
     assert OPERATIONAL_KEYS == set(NOT_FINGERPRINTED_KEYS) == {*NOT_MODEL_KEYS, "threads"}
     assert (
@@ -401,12 +406,19 @@ def test_fingerprint_and_job_settings_leave_out_the_flagged_keys(repo):
         == {"checkpoint_every", "keep_checkpoints", "delete_checkpoints", "gpu_slots", "gpu_share"}
         <= set(NOT_MODEL_KEYS)
     )
-    common = (repo / "src/reranklab/workflow/rules/common.smk").read_text()
-    assert (
-        "NOT_MODEL_KEYS" in common
-        and "RUN_OPTION_KEYS" in common
-        and 'checkpoint_every"' not in common
+    # The jobs' specs: a train job's holds no key that changes no model; a rerank job's keeps
+    # its inference batch (a changed batch re-ranks again) but no run option.
+    study = write(
+        tmp_path / "study.yaml", {"datasets": ["sample"], "grid": {"variant": ["pointwise"]}}
     )
+    plan = StudyPlan(with_defaults(load_params([repo / "params.yaml", study])), cores=2)
+    job = SimpleNamespace(
+        dataset="sample", variant="pointwise", max_length="256", fold="0", seed_dir=""
+    )
+    train = ModelSpec.parse(plan.train_spec(job)).training
+    rerank = ModelSpec.parse(plan.rerank_spec(job)).training
+    assert not set(train) & set(NOT_MODEL_KEYS) and "threads" in train
+    assert "eval_batch_size" in rerank and not set(rerank) & set(RUN_OPTION_KEYS)
 
 
 # -- the Cell name ----------------------------------------------------------------------------

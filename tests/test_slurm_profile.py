@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from reranklab.workflow import PROFILES
+from reranklab.resources import PROFILES
 from tests.conftest import tool_env
 
 pytest.importorskip("snakemake_executor_plugin_slurm", reason="pip install -e '.[slurm]'")
@@ -30,7 +30,7 @@ RECORD = '#!/bin/sh\necho "$(basename "$0") $*" >> "$FAKE_SLURM_LOG"\n'
 
 @pytest.fixture
 def workdir(repo, tmp_path) -> Path:
-    for name in ("Snakefile", "params.yaml", "workflow", "envs"):
+    for name in ("params.yaml", "workflow"):
         (shutil.copytree if (repo / name).is_dir() else shutil.copy)(repo / name, tmp_path / name)
     return tmp_path
 

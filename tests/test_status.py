@@ -178,7 +178,7 @@ def test_no_descriptor_no_problem(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_the_workflow_opens_the_descriptor_outside_the_rules_text() -> None:
-    from reranklab.workflow import SNAKEFILE
+    from reranklab.resources import SNAKEFILE
 
     common = (Path(SNAKEFILE).parent / "rules" / "common.smk").read_text()
     assert 'shell.prefix("set -euo pipefail; exec 3>&2; export RERANKLAB_STATUS_FD=3; ")' in common

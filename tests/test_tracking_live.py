@@ -23,6 +23,7 @@ import yaml
 from reranklab.evaluation import aggregate_folds, evaluate_run
 from reranklab.evaluation.protocol import default_scoring
 from reranklab.io import read_json, write_json, write_qrels, write_run
+from reranklab.resources import STUDY as STUDY_TEMPLATE
 from reranklab.tracking.live import LiveRun, dataset_digest, training_datasets
 from reranklab.tracking.mlflow_tracking import ensure_experiment, open_store, track_cell
 from reranklab.tracking.ui import EXPERIMENT_KIND_TAG, MACHINE_LEARNING_KIND, runs_link
@@ -35,6 +36,7 @@ from tests.helpers_models import (
     QUERIES,
     build_toy_bert,
     candidates,
+    model_spec,
     negatives,
     positive,
     toy_cell,
@@ -387,8 +389,8 @@ def _train_command(toy, uri: str, fold: int, study: str = STUDY) -> list[str]:
         KEY,
         "--fold",
         str(fold),
-        "--params",
-        json.dumps(_cell(toy)),
+        "--spec",
+        model_spec(_cell(toy)),
     ]
 
 
@@ -522,7 +524,7 @@ def test_without_tracking_training_never_imports_mlflow(toy, tmp_path):
     command = _train_command(toy, _store(tmp_path), 1)
     at = command.index("--tracking-uri")
     command = command[:at] + command[at + 8 :]  # no --tracking-uri, --experiment, --study...
-    assert "--tracking-uri" not in command and "--params" in command
+    assert "--tracking-uri" not in command and "--spec" in command
     script = (
         "import sys; from reranklab.cli import main; code = main(sys.argv[1:]);"
         " print('mlflow loaded:', 'mlflow' in sys.modules); sys.exit(code)"
@@ -564,7 +566,7 @@ def test_an_existing_experiment_is_switched_to_the_runs_view(tmp_path):
 
 @pytest.mark.integration
 def test_the_train_rule_logs_live_unless_log_training_is_off(repo, tmp_path):
-    (tmp_path / "Snakefile").write_text((repo / "Snakefile").read_text())
+    (tmp_path / "Snakefile").write_text((STUDY_TEMPLATE / "Snakefile").read_text())
     (tmp_path / "params.yaml").write_text((repo / "params.yaml").read_text())
     config = {
         "study": "live",
@@ -609,7 +611,7 @@ def test_the_train_rule_logs_live_unless_log_training_is_off(repo, tmp_path):
 def test_a_finished_study_prints_the_link_to_its_runs(repo, tmp_path):
     # The study's Snakefile, and one quick rule to run so that the workflow succeeds.
     (tmp_path / "Snakefile").write_text(
-        (repo / "Snakefile").read_text()
+        (STUDY_TEMPLATE / "Snakefile").read_text()
         + '\n\nrule noop:\n    output:\n        touch("noop.done")\n'
     )
     (tmp_path / "params.yaml").write_text((repo / "params.yaml").read_text())

@@ -41,6 +41,7 @@ from tests.helpers_models import (
     QUERIES,
     build_toy_bert,
     candidates,
+    model_spec,
     negatives,
     positive,
     toy_cell,
@@ -388,10 +389,10 @@ def _write_inputs(work: Path, qids: list[str]) -> dict[str, Path]:
 def test_dev_fraction_holds_out_a_seeded_disjoint_part_that_sample_never_uses(tmp_path):
     qids = [f"q{i}" for i in range(1, 9)]
     paths = _write_inputs(tmp_path, qids)
-    protocol = {"split": "cv", "folds": 2, "negatives_per_positive": 2, "relevance_threshold": 1}
+    protocol = {"negatives_per_positive": 2, "relevance_threshold": 1}
 
     def split(out: Path, **extra) -> list:
-        params = json.dumps({"protocol": {"split": "cv", "folds": 2}, "seed": 7, **extra})
+        spec = json.dumps({"protocol": {"split": "cv", "folds": 2}, "seed": 7, **extra})
         assert (
             main(
                 [
@@ -404,8 +405,8 @@ def test_dev_fraction_holds_out_a_seeded_disjoint_part_that_sample_never_uses(tm
                     str(paths["split"]),
                     "--out",
                     str(out),
-                    "--params",
-                    params,
+                    "--spec",
+                    spec,
                 ]
             )
             == 0
@@ -430,7 +431,7 @@ def test_dev_fraction_holds_out_a_seeded_disjoint_part_that_sample_never_uses(tm
 
     for k, fold in enumerate(held.folds):
         out = {name: tmp_path / f"{name}{k}.parquet" for name in ("pointwise", "triplets")}
-        params = json.dumps({"protocol": protocol, "seed": 7})
+        spec = json.dumps({"protocol": protocol, "seed": 7})
         assert (
             main(
                 [
@@ -447,8 +448,8 @@ def test_dev_fraction_holds_out_a_seeded_disjoint_part_that_sample_never_uses(tm
                     str(out["pointwise"]),
                     "--out-triplets",
                     str(out["triplets"]),
-                    "--params",
-                    params,
+                    "--spec",
+                    spec,
                 ]
             )
             == 0
@@ -474,8 +475,8 @@ def test_the_train_step_reads_the_dev_set_of_its_fold(toy, tmp_path):
     pd.DataFrame({"pid": list(CORPUS), "text": list(CORPUS.values())}).to_parquet(
         tmp_path / "corpus.parquet", index=False
     )
-    params = {**_cell(toy, 2), "scoring": default_scoring().as_dict()}
-    params["training"].pop("eval_batch_size")  # as the train rule passes it: a run option
+    cell = {**_cell(toy, 2), "scoring": default_scoring().as_dict()}
+    cell["training"].pop("eval_batch_size")  # as the train rule passes it: a run option
     command = [
         "train",
         "--examples",
@@ -486,8 +487,8 @@ def test_the_train_step_reads_the_dev_set_of_its_fold(toy, tmp_path):
         str(tmp_path / "corpus.parquet"),
         "--out-dir",
         str(tmp_path / "model"),
-        "--params",
-        json.dumps(params),
+        "--spec",
+        model_spec(cell),
     ]
     assert main(command) == 2  # validation on, no dev inputs: a clear error
     dev = [
@@ -534,7 +535,7 @@ def test_the_dev_curve_goes_to_mlflow_with_the_epoch_as_step():
 
 @pytest.mark.integration
 def test_the_workflow_passes_dev_inputs_only_to_jobs_that_validate(repo, tmp_path):
-    for name in ("Snakefile", "params.yaml", "workflow", "config", "envs", "studies"):
+    for name in ("params.yaml", "workflow", "config", "studies"):
         source = repo / name
         (shutil.copytree if source.is_dir() else shutil.copy)(source, tmp_path / name)
     config = {

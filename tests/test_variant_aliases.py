@@ -250,7 +250,11 @@ def test_the_workflow_plans_alias_cells_as_variants(repo, tmp_path):
         },
     }
     write(tmp_path / "study.yaml", config)
-    command = [str(Path(sys.executable).parent / "snakemake"), "-s", str(repo / "Snakefile")]
+    command = [
+        str(Path(sys.executable).parent / "snakemake"),
+        "-s",
+        str(repo / "workflow" / "Snakefile"),
+    ]
     out = subprocess.run(
         [*command, "-n", "-p", "--configfile", "study.yaml", "--cores", "1"],
         cwd=tmp_path,
@@ -266,32 +270,33 @@ def test_the_workflow_plans_alias_cells_as_variants(repo, tmp_path):
     train = [line for line in lines if line.startswith("reranklab train")]
     assert len(train) == 3 * 5  # three cells, five folds each
 
-    def params(line: str) -> dict:
-        return json.loads(line.rsplit("--params ", 1)[1].split(" > ")[0].strip("'"))
+    def spec(line: str) -> dict:
+        return json.loads(line.rsplit("--spec ", 1)[1].split(" > ")[0].strip("'"))
 
     alias = [line for line in train if "results/models/sample/bertsel_epoch5-L64/fold" in line]
     base = [line for line in train if "results/models/sample/bertsel-L64/fold" in line]
     assert len(alias) == len(base) == 5
-    assert {(p["variant"], p.get("base"), p["training"]["epochs"]) for p in map(params, alias)} == {
+    assert {(p["variant"], p.get("base"), p["training"]["epochs"]) for p in map(spec, alias)} == {
         ("bertsel_epoch5", "bertsel", 5)
     }
-    assert {(p["variant"], p.get("base"), p["training"]["epochs"]) for p in map(params, base)} == {
+    assert {(p["variant"], p.get("base"), p["training"]["epochs"]) for p in map(spec, base)} == {
         ("bertsel", None, 1)
     }
     # Both train on bertsel's triplets; only the lite base's alias reads an encode cache.
     assert all(
         "results/samples/sample/fold" in line and "triplets.parquet" in line for line in alias
     )
-    assert all("--frozen-features  --params" in line for line in alias + base)
+    assert all("--frozen-features  --spec" in line for line in alias + base)
     lite = [line for line in train if "lite_l2-L64/fold" in line]
     assert all("--frozen-features results/cache/sample/lite_l2-L64/fold" in line for line in lite)
     encode = [line for line in lines if line.startswith("reranklab encode")]
     assert len(encode) == 5 and {
-        (p["variant"], p["base"]) for p in (params(line) for line in encode)
+        (p["variant"], p["base"]) for p in (spec(line) for line in encode)
     } == {("lite_l2", "bert_lite")}
     # The summary has a row per alias, named as the study names it.
     summarize = next(line for line in lines if line.startswith("reranklab summarize"))
-    rows = {(c["variant"], c["max_length"]) for c in params(summarize)["cells"]}
+    # A first-stage row has no max_length (the spec's JSON leaves None out).
+    rows = {(c["variant"], c.get("max_length")) for c in spec(summarize)["cells"]}
     assert rows == {("bm25", None), ("bertsel", 64), ("bertsel_epoch5", 64), ("lite_l2", 64)}
 
 
@@ -369,7 +374,7 @@ def test_an_alias_of_a_lite_variant_encodes_and_trains_on_its_cache(toy_bert, tm
     }
     cell = resolve_cell(config, "sample", "lite_fast", 32)
     examples = write_triplet_examples(tmp_path / "triplets.parquet")
-    # What the encode rule passes (rules/helpers.smk: encode_params).
+    # What the encode rule passes (reranklab.workflow.plan: StudyPlan.encode_spec).
     keep = ("encoder", "device", "eval_batch_size", "threads")
     encode_params = {
         **{k: cell[k] for k in ("variant", "base", "max_length")},
@@ -407,7 +412,7 @@ def test_a_tiny_study_with_an_alias_runs_end_to_end(repo, tmp_path, tiny_bert):
     import csv
     import sqlite3
 
-    for name in ("Snakefile", "params.yaml", "workflow", "config", "envs"):
+    for name in ("params.yaml", "workflow", "config"):
         src = repo / name
         (shutil.copytree if src.is_dir() else shutil.copy)(src, tmp_path / name)
     config = {

@@ -674,7 +674,7 @@ def test_the_workflow_encodes_only_for_lite_variants(repo, tmp_path):
         [
             str(snakemake),
             "-s",
-            str(repo / "Snakefile"),
+            str(repo / "workflow" / "Snakefile"),
             "-n",
             "-p",
             "--configfile",
@@ -703,4 +703,4 @@ def test_the_workflow_encodes_only_for_lite_variants(repo, tmp_path):
     full = [line for line in train_lines if "/dmn-L128/" in line]
     assert len(lite) == len(full) == 5
     assert all("--frozen-features results/cache/sample/dmn_lite-L128/fold" in line for line in lite)
-    assert all("--frozen-features  --params" in line for line in full)
+    assert all("--frozen-features  --spec" in line for line in full)

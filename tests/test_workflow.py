@@ -17,7 +17,7 @@ from tests.conftest import tool_env
 
 pytestmark = pytest.mark.integration
 
-WORKFLOW_FILES = ["Snakefile", "params.yaml", "workflow", "config", "envs", "studies"]
+WORKFLOW_FILES = ["params.yaml", "workflow", "config", "studies"]
 
 
 def study_config(tiny_bert: Path, variants: list[str]) -> dict:

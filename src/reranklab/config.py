@@ -3,7 +3,7 @@
 ``params.yaml`` is the one configuration; override files only change values. The settings model
 (:mod:`reranklab.settings`) rejects unknown keys, unknown datasets and variants, wrong types and
 wrong dataset options before any job runs, naming the file (or the ``snakemake --config`` value)
-and the key; the JSON schema shipped in the package (:data:`reranklab.workflow.SCHEMA`) is
+and the key; the JSON schema shipped in the package (:data:`reranklab.resources.SCHEMA`) is
 generated from the same model. Settings are layered, later wins (:mod:`reranklab.settings.sources`):
 
 1. the model's defaults;
@@ -31,6 +31,7 @@ import yaml
 
 from reranklab.errors import ConfigError
 from reranklab.evaluation.protocol import Scoring
+from reranklab.resources import SCHEMA
 from reranklab.settings.base import Section
 from reranklab.settings.cell import Cell
 from reranklab.settings.model import DatasetEntry, study_defaults, validate_study
@@ -45,7 +46,6 @@ from reranklab.settings.sources import (
     training_sources,
     typed_overrides,
 )
-from reranklab.workflow import SCHEMA
 
 if TYPE_CHECKING:
     from reranklab.models.registry import VariantSpec

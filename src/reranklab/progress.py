@@ -7,7 +7,7 @@ Training, encoding and re-ranking report where they are::
 The line goes to the job's log (``logging``, i.e. stderr, which the rule sends to its log file)
 and, when the environment names one in ``RERANKLAB_STATUS_FD``, to that file descriptor too:
 the workflow opens it on Snakemake's own stderr before a job's redirections (``exec 3>&2`` in
-its shell prefix, ``reranklab/workflow/rules/common.smk``), so the line reaches the terminal while the
+its shell prefix, ``workflow/rules/common.smk``), so the line reaches the terminal while the
 rest of the job's output stays in its log. The CLI names the job (:func:`set_job`).
 """
 

@@ -3,8 +3,8 @@
 
 rule aggregate:
     input:
-        runs=fold_files("results/runs/{dataset}/{cell}/fold{fold}.run"),
-        metrics=fold_files("results/metrics/{dataset}/{cell}/fold{fold}.json"),
+        runs=PLAN.fold_files("results/runs/{dataset}/{cell}/fold{fold}.run"),
+        metrics=PLAN.fold_files("results/metrics/{dataset}/{cell}/fold{fold}.json"),
         qrels="results/data/{dataset}/qrels.txt",
     output:
         run="results/cells/{dataset}/{cell}/run.txt",
@@ -14,21 +14,21 @@ rule aggregate:
     message:
         "Aggregating the folds of {wildcards.dataset}/{wildcards.cell}"
     params:
-        settings=lambda w: scoring_params(w.dataset),
+        spec=PLAN.scoring_spec,
     conda:
         CONDA_ENV
     shell:
         "reranklab aggregate --runs {input.runs} --metrics {input.metrics} --qrels {input.qrels}"
-        " --out-run {output.run} --out-metrics {output.metrics} --params {params.settings:q} > {log} 2>&1"
+        " --out-run {output.run} --out-metrics {output.metrics} --spec {params.spec:q} > {log} 2>&1"
 
 
 rule track:
     input:
-        runs=fold_files("results/runs/{dataset}/{cell}/fold{fold}.run"),
-        metrics=fold_files("results/metrics/{dataset}/{cell}/fold{fold}.json"),
+        runs=PLAN.fold_files("results/runs/{dataset}/{cell}/fold{fold}.run"),
+        metrics=PLAN.fold_files("results/metrics/{dataset}/{cell}/fold{fold}.json"),
         cell_run="results/cells/{dataset}/{cell}/run.txt",
         cell_metrics="results/cells/{dataset}/{cell}/metrics.json",
-        models=lambda w: [p.rsplit("/", 1)[0] for p in train_stats(w)],
+        models=lambda w: [p.rsplit("/", 1)[0] for p in PLAN.train_stats(w)],
     output:
         "results/cells/{dataset}/{cell}/mlflow.json",
     log:
@@ -36,17 +36,19 @@ rule track:
     message:
         "Logging {wildcards.dataset}/{wildcards.cell} and its folds to MLflow"
     params:
-        settings=lambda w: as_json(cell_params(w.dataset, w.cell)),
-        stats=lambda w: " ".join(train_stats(w)),
+        spec=PLAN.record_spec,
+        stats=lambda w: " ".join(PLAN.train_stats(w)),
         uri=CFG["mlflow"]["tracking_uri"],
-        experiment=CFG["mlflow"]["experiment"] or CFG["study"],
+        experiment=PLAN.experiment,
     conda:
         CONDA_ENV
     shell:
         "reranklab track --runs {input.runs} --metrics {input.metrics} --train-stats {params.stats}"
         " --cell-run {input.cell_run} --cell-metrics {input.cell_metrics} --tracking-uri {params.uri:q}"
-        " --experiment {params.experiment:q} --out {output} --params {params.settings:q} > {log} 2>&1"
+        " --experiment {params.experiment:q} --out {output} --spec {params.spec:q} > {log} 2>&1"
 
 
 onsuccess:
-    print_tracking_link()
+    # At the end of a study: where its MLflow runs are (the UI's runs table).
+    if PLAN.tracking_link():
+        print(PLAN.tracking_link())

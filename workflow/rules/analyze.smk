@@ -41,7 +41,7 @@ rule analyze:
         "The papers' analyses of {wildcards.dataset}: methods, max-length sweep, chunking, per-query Δ, speed, learning curves"
     params:
         out_dir=lambda w: f"results/report/{w.dataset}",
-        reference=lambda w: analysis_reference(),
+        reference=PLAN.analysis_reference(),
     localrule: True
     conda:
         CONDA_ENV
@@ -76,9 +76,9 @@ rule report_page:
 rule track_report:
     input:
         tables=[*SUMMARY, *SIGNIFICANCE, "results/regression.md"],
-        pages=[f"results/report/{page}.html" for page in ("summary", "significance", "regression")],
-        report=analysis_files(),
-        cells=[f"results/cells/{d}/{c}/mlflow.json" for d, c, _, _ in all_cells()],
+        pages=PLAN.report_pages(),
+        report=PLAN.analysis_files(),
+        cells=PLAN.cell_files("mlflow.json"),
     output:
         "results/report/mlflow.json",
     log:
@@ -87,9 +87,9 @@ rule track_report:
         "Logging the study's tables and figures to MLflow (a study run; figures and model cards on the cell runs)"
     params:
         study=CFG["study"],
-        report_dirs=[f"results/report/{d}" for d in CFG["datasets"]],
+        report_dirs=PLAN.report_dirs(),
         uri=CFG["mlflow"]["tracking_uri"],
-        experiment=CFG["mlflow"]["experiment"] or CFG["study"],
+        experiment=PLAN.experiment,
     localrule: True
     conda:
         CONDA_ENV
@@ -101,7 +101,7 @@ rule track_report:
 
 rule collect_plots:
     input:
-        analysis_files(),
+        PLAN.analysis_files(),
     output:
         tables=["results/plots/length_sweep.csv", "results/plots/query_delta.csv"],
         figures=directory("results/plots/figures"),
@@ -110,7 +110,7 @@ rule collect_plots:
     message:
         "The study's DVC plots: every dataset's sweep and per-query tables, and its figures"
     params:
-        report_dirs=[f"results/report/{d}" for d in CFG["datasets"]],
+        report_dirs=PLAN.report_dirs(),
     localrule: True
     conda:
         CONDA_ENV

@@ -6,11 +6,11 @@ rule download:
     message:
         "Fetching and verifying the raw files of {wildcards.dataset}"
     params:
-        mirror=mirror_arg(),
+        mirror=PLAN.mirror_option(),
         # Only the files the options use are fetched (TrecQA's `train` picks TRAIN or TRAIN-ALL).
-        settings=lambda w: as_json({"options": protocol(w.dataset)["options"]}),
+        spec=PLAN.dataset_spec,
     conda:
         CONDA_ENV
     shell:
         "reranklab download --dataset {wildcards.dataset} --out-dir results/data/{wildcards.dataset}/raw"
-        " {params.mirror} --params {params.settings:q} > {log} 2>&1"
+        " {params.mirror} --spec {params.spec:q} > {log} 2>&1"

@@ -1,8 +1,8 @@
 # Frozen-encoder features of one fold, for the variants that train only a head on them (the lite
-# variants: `reranklab variants`; VariantSpec.needs_cache); see cache_for in rules/helpers.smk.
+# variants: `reranklab variants`; VariantSpec.needs_cache); see StudyPlan.cache_for.
 rule encode:
     input:
-        examples=lambda w: examples_for(w),
+        examples=PLAN.examples_for,
         candidates="results/first_stage/{dataset}/candidates.run",
         folds="results/splits/{dataset}/folds.json",
         queries="results/data/{dataset}/queries.tsv",
@@ -13,15 +13,15 @@ rule encode:
         f"results/logs/encode/{{dataset}}/{CELL_DIR}/fold{{fold}}.log",
     message:
         "Encoding the training pairs and test candidates of {wildcards.dataset} fold {wildcards.fold}{wildcards.seed_dir} once with the frozen encoder of {wildcards.variant}"
-    threads: threads_for_models()
+    threads: PLAN.threads_for_models()
     resources:
-        gpu=gpu_slots_of,
+        gpu=PLAN.gpu_slots_of,
     params:
-        settings=encode_params,
-        gpu=gpu_options,
+        spec=PLAN.encode_spec,
+        gpu=PLAN.gpu_options,
     conda:
         CONDA_ENV
     shell:
         "reranklab encode --examples {input.examples} --candidates {input.candidates} --folds {input.folds}"
         " --fold {wildcards.fold} --queries {input.queries} --corpus {input.corpus} --out-dir {output}"
-        " --threads {threads} {params.gpu} --params {params.settings:q} > {log} 2>&1"
+        " --threads {threads} {params.gpu} --spec {params.spec:q} > {log} 2>&1"

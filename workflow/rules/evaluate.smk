@@ -10,9 +10,9 @@ rule evaluate:
     message:
         "Scoring {wildcards.dataset}/{wildcards.cell} fold {wildcards.fold} under the dataset's scoring protocol"
     params:
-        settings=lambda w: scoring_params(w.dataset),
+        spec=PLAN.scoring_spec,
     conda:
         CONDA_ENV
     shell:
         "reranklab evaluate --run {input.run} --qrels {input.qrels} --folds {input.folds} --fold {wildcards.fold}"
-        " --out {output} --params {params.settings:q} > {log} 2>&1"
+        " --out {output} --spec {params.spec:q} > {log} 2>&1"

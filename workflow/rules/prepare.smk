@@ -13,14 +13,14 @@ rule prepare:
     message:
         "Preparing {wildcards.dataset} in canonical form (corpus, queries, qrels, split, pool)"
     params:
-        settings=lambda w: as_json({"options": protocol(w.dataset)["options"]}),
+        spec=PLAN.dataset_spec,
     conda:
         CONDA_ENV
     shell:
         "reranklab prepare --dataset {wildcards.dataset} --raw-dir results/data/{wildcards.dataset}/raw"
-        " --out-dir results/data/{wildcards.dataset} --params {params.settings:q} > {log} 2>&1"
+        " --out-dir results/data/{wildcards.dataset} --spec {params.spec:q} > {log} 2>&1"
 
 
 rule prepared:
     input:
-        expand("results/data/{dataset}/stats.json", dataset=CFG["datasets"]),
+        expand("results/data/{dataset}/stats.json", dataset=PLAN.datasets),

@@ -3,8 +3,8 @@
 
 rule summarize:
     input:
-        metrics=[f"results/cells/{d}/{c}/metrics.json" for d, c, _, _ in all_cells()],
-        tracked=[f"results/cells/{d}/{c}/mlflow.json" for d, c, _, _ in all_cells()],
+        metrics=PLAN.cell_files("metrics.json"),
+        tracked=PLAN.cell_files("mlflow.json"),
     output:
         csv="results/summary.csv",
         md="results/summary.md",
@@ -16,26 +16,26 @@ rule summarize:
     message:
         "Writing the summary table of the study"
     params:
-        settings=summary_settings(),
+        spec=PLAN.summary_spec(),
     conda:
         CONDA_ENV
     shell:
         "reranklab summarize --out-csv {output.csv} --out-md {output.md} --out-json {output.json}"
         " --out-significance-csv {output.significance_csv} --out-significance-md {output.significance_md}"
-        " --params {params.settings:q} > {log} 2>&1"
+        " --spec {params.spec:q} > {log} 2>&1"
 
 
 rule regress:
     input:
         summary="results/summary.json",
-        matrix=REGRESSION_MATRIX,
-        claims=REGRESSION_CLAIMS,
+        matrix=PLAN.matrix_files(),
+        claims=PLAN.claims_files(),
     output:
         "results/regression.md",
     log:
         "results/logs/regress/regress.log",
     params:
-        claims=" ".join(f"--claims {path}" for path in REGRESSION_CLAIMS) or "--no-claims",
+        claims=PLAN.claims_options(),
     message:
         "Grading the study against the reproduction matrix and the papers' claims (studies/*.yaml)"
     localrule: True

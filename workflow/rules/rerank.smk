@@ -5,25 +5,25 @@ rule rerank:
         folds="results/splits/{dataset}/folds.json",
         queries="results/data/{dataset}/queries.tsv",
         corpus="results/data/{dataset}/corpus.parquet",
-        cache=cache_for,
+        cache=PLAN.cache_for,
     output:
         f"results/runs/{{dataset}}/{CELL_DIR}/fold{{fold}}.run",
     log:
         f"results/logs/rerank/{{dataset}}/{CELL_DIR}/fold{{fold}}.log",
     message:
         "Re-ranking the test queries of {wildcards.dataset} fold {wildcards.fold} with {wildcards.variant}"
-    threads: threads_for_models()
+    threads: PLAN.threads_for_models()
     resources:
-        gpu=gpu_slots_of,
+        gpu=PLAN.gpu_slots_of,
     params:
-        settings=rerank_params,
-        gpu=gpu_options,
+        spec=PLAN.rerank_spec,
+        gpu=PLAN.gpu_options,
     conda:
         CONDA_ENV
     shell:
         "reranklab rerank --model-dir {input.model} --candidates {input.candidates} --folds {input.folds}"
         " --fold {wildcards.fold} --queries {input.queries} --corpus {input.corpus} --out {output}"
-        " --threads {threads} {params.gpu} --frozen-features {input.cache} --params {params.settings:q} > {log} 2>&1"
+        " --threads {threads} {params.gpu} --frozen-features {input.cache} --spec {params.spec:q} > {log} 2>&1"
 
 
 rule baseline:

@@ -11,15 +11,10 @@ rule sample:
     message:
         "Sampling the training examples of {wildcards.dataset} fold {wildcards.fold}"
     params:
-        settings=lambda w: as_json(
-            {
-                "protocol": {k: protocol(w.dataset)[k] for k in ("negatives_per_positive", "relevance_threshold")},
-                "seed": seed_of(w),
-            }
-        ),
+        spec=PLAN.sample_spec,
     conda:
         CONDA_ENV
     shell:
         "reranklab sample --candidates {input.candidates} --qrels {input.qrels} --folds {input.folds}"
         " --fold {wildcards.fold} --out-pointwise {output.pointwise} --out-triplets {output.triplets}"
-        " --params {params.settings:q} > {log} 2>&1"
+        " --spec {params.spec:q} > {log} 2>&1"

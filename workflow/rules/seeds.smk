@@ -12,7 +12,7 @@ if SEEDS:
 
     rule aggregate_seeds:
         input:
-            metrics=seed_files("results/cells/{dataset}/{cell}/seed{seed}/metrics.json"),
+            metrics=PLAN.seed_files("results/cells/{dataset}/{cell}/seed{seed}/metrics.json"),
         output:
             metrics=f"results/cells/{{dataset}}/{CELL}/metrics.json",
         log:
@@ -28,7 +28,7 @@ if SEEDS:
 
     rule track_seeds:
         input:
-            tracked=seed_files("results/cells/{dataset}/{cell}/seed{seed}/mlflow.json"),
+            tracked=PLAN.seed_files("results/cells/{dataset}/{cell}/seed{seed}/mlflow.json"),
             metrics=f"results/cells/{{dataset}}/{CELL}/metrics.json",
         output:
             f"results/cells/{{dataset}}/{CELL}/mlflow.json",
@@ -37,11 +37,11 @@ if SEEDS:
         message:
             "Logging {wildcards.dataset}/{wildcards.variant}-L{wildcards.max_length} to MLflow (a run per cell, its seeds nested)"
         params:
-            settings=lambda w: as_json(cell_params(w.dataset, cell_of(w).name)),
+            spec=PLAN.seeds_record_spec,
             uri=CFG["mlflow"]["tracking_uri"],
-            experiment=CFG["mlflow"]["experiment"] or CFG["study"],
+            experiment=PLAN.experiment,
         conda:
             CONDA_ENV
         shell:
             "reranklab track-seeds --tracked {input.tracked} --metrics {input.metrics} --tracking-uri {params.uri:q}"
-            " --experiment {params.experiment:q} --out {output} --params {params.settings:q} > {log} 2>&1"
+            " --experiment {params.experiment:q} --out {output} --spec {params.spec:q} > {log} 2>&1"

@@ -12,9 +12,9 @@ rule split:
     message:
         "Splitting the queries of {wildcards.dataset} into folds"
     params:
-        settings=split_settings,
+        spec=PLAN.split_spec,
     conda:
         CONDA_ENV
     shell:
         "reranklab split --dataset {wildcards.dataset} --qrels {input.qrels} --split-file {input.split}"
-        " --out {output} --params {params.settings:q} > {log} 2>&1"
+        " --out {output} --spec {params.spec:q} > {log} 2>&1"

@@ -115,7 +115,7 @@ class Scoring:
         return None
 
     def as_dict(self) -> dict[str, Any]:
-        """Plain data (for ``--params`` JSON, metrics files and MLflow)."""
+        """Plain data (for a ``--spec``, metrics files and MLflow)."""
         return {
             "name": self.name,
             "description": self.description,

@@ -552,7 +552,7 @@ def default_path(name: str) -> Path | None:
     local = Path("studies") / name
     if local.is_file():
         return local
-    from reranklab.workflow import STUDY
+    from reranklab.resources import STUDY
 
     packaged = STUDY / "studies" / name
     return packaged if packaged.is_file() else None

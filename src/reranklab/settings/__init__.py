@@ -9,7 +9,7 @@
   by :func:`reranklab.config.study_model`, so this package imports no registry);
   :mod:`~reranklab.settings.errors`: its messages;
 - :mod:`~reranklab.settings.sources`: the layering of a cell's settings, lowest priority first;
-- :mod:`~reranklab.settings.generate`: the text of ``reranklab/workflow/schemas/params.schema.yaml``
+- :mod:`~reranklab.settings.generate`: the text of ``workflow/schemas/params.schema.yaml``
   (``reranklab settings-schema [--check]``);
 - :mod:`~reranklab.settings.cell`: :class:`Cell`, the one place a cell's name is made and read.
 

@@ -43,7 +43,7 @@ class Flag:
         fingerprint: False = a training checkpoint written under another value may be resumed
             (the setting is left out of the checkpoint fingerprint).
         run_option: passed to a job as a command-line option (how it runs, not what it makes),
-            never in its ``--params``: changing it re-runs nothing.
+            never in its ``--spec``: changing it re-runs nothing.
     """
 
     trains_model: bool = True

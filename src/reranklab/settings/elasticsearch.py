@@ -3,7 +3,7 @@
 A leaf of the settings package (pydantic and :mod:`~reranklab.settings.base` only). Nothing
 here is a secret: credentials come only from the environment (``RERANKLAB_ES_API_KEY``, or
 ``RERANKLAB_ES_USER`` and ``RERANKLAB_ES_PASSWORD``), so they never reach ``params.yaml``, a
-rule's ``--params``, a log or MLflow.
+rule's ``--spec``, a log or MLflow.
 """
 
 from __future__ import annotations

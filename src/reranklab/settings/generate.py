@@ -1,6 +1,6 @@
 """The JSON schema of ``params.yaml``, generated from the settings model (like Vizro's ``generate.py``).
 
-``src/reranklab/workflow/schemas/params.schema.yaml`` (:data:`reranklab.workflow.SCHEMA`, shipped
+``workflow/schemas/params.schema.yaml`` (:data:`reranklab.resources.SCHEMA`, shipped
 in the package, where the CLI writes it) is generated output: JSON Schema draft 2020-12, every
 block closed (``additionalProperties: false``), a description and a default on every key.
 Snakemake, editors and other tools read it; ``tests/test_settings.py`` fails when the committed

@@ -163,7 +163,7 @@ class SharedTraining(Section):
 NOT_MODEL_KEYS: tuple[str, ...] = flagged(SharedTraining, trains_model=False)
 # Settings a resumed training job may change: left out of the checkpoint fingerprint.
 NOT_FINGERPRINTED_KEYS: tuple[str, ...] = flagged(SharedTraining, fingerprint=False)
-# How a job runs, not what it makes: passed as command-line options, never in --params.
+# How a job runs, not what it makes: passed as command-line options, never in its --spec.
 RUN_OPTION_KEYS: tuple[str, ...] = flagged(SharedTraining, run_option=True)
 
 

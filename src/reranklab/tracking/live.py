@@ -161,7 +161,7 @@ class LiveRun:
     Args:
         tracking_uri: the store (``sqlite:///results/mlflow.db``, ``http://host:5000``).
         experiment: the experiment's name (created if missing).
-        cell: the job's resolved cell (its ``--params``): its settings become the run's params
+        cell: the job's resolved cell (its ``--spec``, resolved): its settings become the run's params
             (top-level keys set to null by the rule are left out) and name the run's tags.
         key: the cell's key (:func:`~reranklab.tracking.mlflow_tracking.cell_key`, with the
             seed of a seed axis), the ``reranklab.cell`` tag ``track`` finds the run by.

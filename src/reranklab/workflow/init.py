@@ -1,12 +1,12 @@
 """``reranklab init DIR``: a new study folder that runs the workflow shipped in the package.
 
-The folder gets what a checkout has at its top: the ``Snakefile`` (it reads ``params.yaml`` and
-includes the packaged rules), ``params.yaml``, the override files of ``config/`` with their
+The folder gets a ``Snakefile`` that includes the installed workflow (whose Snakefile reads
+``params.yaml``), and what a checkout has at its top: ``params.yaml``, the override files of ``config/`` with their
 README, the papers' studies under ``studies/`` (each paper's study file, the reproduction matrix,
 the claims and the recorded results they are graded against: ``snakemake --configfile
-studies/bertdmn2021.yaml``, ``reranklab regress``), the Conda environment under ``envs/``, and the
-SLURM profile under ``profiles/slurm/`` (to edit for a cluster). The rules,
-the schema and the steps stay in the package, so upgrading reranklab upgrades the workflow; the
+studies/bertdmn2021.yaml``, ``reranklab regress``), and the SLURM profile under
+``profiles/slurm/`` (to edit for a cluster). The rules, the schema, the Conda environment and
+the steps stay in the package, so upgrading reranklab upgrades the workflow; the
 folder holds only the study's own settings and, once run, its ``results/``.
 """
 
@@ -18,7 +18,7 @@ from pathlib import Path
 
 from reranklab.errors import ReranklabError
 from reranklab.io import atomic_path
-from reranklab.workflow import PROFILES, STUDY
+from reranklab.resources import PROFILES, STUDY
 
 
 def study_files() -> list[tuple[Path, Path]]:
@@ -32,7 +32,6 @@ def study_files() -> list[tuple[Path, Path]]:
         STUDY / "Snakefile",
         STUDY / "params.yaml",
         *sorted((STUDY / "config").glob("*")),
-        *sorted((STUDY / "envs").glob("*.yaml")),
         *sorted((STUDY / "studies").glob("**/*")),
     ]
     pairs = [(source, source.relative_to(STUDY)) for source in files if source.is_file()]
@@ -44,7 +43,7 @@ def study_files() -> list[tuple[Path, Path]]:
 
 def init_study(directory: str | os.PathLike[str], force: bool = False) -> list[Path]:
     """Write a new study folder: ``Snakefile``, ``params.yaml``, ``config/``, ``studies/``,
-    ``envs/``, ``profiles/``.
+    ``profiles/``.
 
     Args:
         directory: the folder (created if missing; may already hold other files).

@@ -1,0 +1,27 @@
+"""``reranklab record``: keep a finished study's results for grading without re-running it."""
+
+from __future__ import annotations
+
+import argparse
+
+NAME = "record"
+HELP = (
+    "keep a finished study's results for grading without re-running: summary, per-query "
+    "values, epoch timings and provenance (e.g. under studies/results/minilm-cpu/<study>/)"
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--summary", default="results/summary.json", help="the study's summary.json"
+    )
+    parser.add_argument("--out", required=True, help="the folder to write")
+    parser.add_argument("--command", required=True, help="the command that produced the results")
+    parser.add_argument("--wall-seconds", type=float, default=None, help="how long it took")
+
+
+def run(args: argparse.Namespace) -> None:
+    from reranklab.report.evidence import record
+
+    written = record(args.summary, args.out, args.command, args.wall_seconds)
+    print(f"recorded {len(written)} files in {args.out}")

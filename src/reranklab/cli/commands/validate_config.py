@@ -1,0 +1,26 @@
+"""``reranklab validate-config``: check params.yaml and its override files against the settings
+model."""
+
+from __future__ import annotations
+
+import argparse
+
+NAME = "validate-config"
+HELP = "check params.yaml (+ override files) against the settings model"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "files",
+        nargs="*",
+        default=["params.yaml"],
+        metavar="FILE",
+        help="params.yaml, then override files, later wins (default: params.yaml)",
+    )
+
+
+def run(args: argparse.Namespace) -> None:
+    from reranklab.config import grid, load_params
+
+    config = load_params(args.files)
+    print(f"ok: {' + '.join(args.files)}; {len(grid(config))} cells")

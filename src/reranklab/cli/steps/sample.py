@@ -1,0 +1,47 @@
+"""``reranklab sample``: the training examples of one fold, pointwise and triplets (the sample
+rule)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+
+from reranklab.cli._options import CANDIDATES, FOLD, FOLDS, QRELS, add_spec
+from reranklab.settings.job import SampleSpec
+
+NAME = "sample"
+HELP = "training examples of one fold"
+
+log = logging.getLogger("reranklab")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--candidates", required=True, help=CANDIDATES)
+    parser.add_argument("--qrels", required=True, help=QRELS)
+    parser.add_argument("--folds", required=True, help=FOLDS)
+    parser.add_argument("--out-pointwise", required=True, help="the pointwise.parquet to write")
+    parser.add_argument("--out-triplets", required=True, help="the triplets.parquet to write")
+    parser.add_argument("--fold", type=int, required=True, help=FOLD)
+    add_spec(parser, SampleSpec)
+
+
+def run(args: argparse.Namespace) -> None:
+    from reranklab.io import atomic_path, read_folds, read_qrels, read_run
+    from reranklab.sampling import sample_examples
+
+    protocol = args.spec.protocol
+    fold = read_folds(args.folds).fold(args.fold)
+    examples = sample_examples(
+        fold.train,
+        read_run(args.candidates),
+        read_qrels(args.qrels),
+        protocol["negatives_per_positive"],
+        int(protocol["relevance_threshold"]),
+        args.spec.seed + args.fold,
+    )
+    with atomic_path(args.out_pointwise) as tmp:
+        examples.pointwise.to_parquet(tmp, index=False)
+    with atomic_path(args.out_triplets) as tmp:
+        examples.triplets.to_parquet(tmp, index=False)
+    log.info("%s sampling: %s", fold.name, json.dumps(examples.stats, sort_keys=True))

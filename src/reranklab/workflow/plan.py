@@ -1,0 +1,483 @@
+"""The plan of a study's jobs: what every Snakemake rule asks of its step, as Python.
+
+The rule files (``workflow/rules/*.smk``) hold only rules; every input function, every job's
+spec (:mod:`reranklab.settings.job`), its run options and every target list is a method of
+:class:`StudyPlan`, built once from the validated config. So the workflow's logic is unit-tested
+here and kept by the import contracts like any other module, and a wildcard's text becomes a
+typed value in one place (:meth:`StudyPlan.cell_of`).
+
+A rule passes a job's spec as ``--spec {params.spec:q}``: its sorted JSON is what Snakemake's
+params trigger compares, so a changed setting re-runs exactly the jobs whose spec it is in. Run
+options (how a job runs, not what it makes) are :class:`ShellOptions`, which the trigger skips.
+
+Example:
+    >>> from types import SimpleNamespace
+    >>> from reranklab.config import load_params, with_defaults
+    >>> plan = StudyPlan(with_defaults(load_params(["params.yaml"])), cores=2)  # doctest: +SKIP
+    >>> job = SimpleNamespace(dataset="wikiqa", variant="pointwise", max_length="256", seed_dir="", fold="0")
+    >>> plan.cell_of(job).name  # doctest: +SKIP
+    'pointwise-L256'
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, Protocol
+
+from reranklab.config import (
+    first_stage_cell,
+    grid,
+    n_folds,
+    resolve_cell,
+    resolve_protocol,
+    resolve_scoring,
+    resolve_variant,
+)
+from reranklab.errors import ConfigError
+from reranklab.seeds import seed_from_dir, study_seeds
+from reranklab.settings.cell import Cell, seed_of_part
+from reranklab.settings.job import (
+    DatasetSpec,
+    IndexSpec,
+    ModelSpec,
+    RecordSpec,
+    RetrieveSpec,
+    SampleSpec,
+    ScoringSpec,
+    SplitSpec,
+    SummarySpec,
+)
+from reranklab.settings.training import NOT_MODEL_KEYS, RUN_OPTION_KEYS, training_view
+from reranklab.training.validation import (
+    check_measure,
+    setting_key,
+    study_dev_fraction,
+    validation_settings,
+)
+
+SUMMARY = ["results/summary.csv", "results/summary.md", "results/summary.json"]
+SIGNIFICANCE = ["results/significance.csv", "results/significance.md"]
+REPORT_PAGES = ("summary", "significance", "regression")
+PLOTS = ["results/plots/length_sweep.csv", "results/plots/query_delta.csv"]
+# The matrix and the claims a study is graded against, where they exist: a study without
+# studies/ still runs (and grades nothing).
+MATRIX_FILES = ("studies/published.yaml", "studies/external.yaml", "studies/expected.yaml")
+CLAIMS_FILES = ("studies/claims.yaml",)
+
+
+class Wildcards(Protocol):
+    """A job's wildcards as Snakemake gives them (text attributes; tests pass a namespace)."""
+
+    dataset: str
+
+
+class ShellOptions:
+    """Command-line options that change how a job runs, not what it makes. Snakemake's params
+    trigger skips values that are not plain data, so changing these re-runs nothing."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __str__(self) -> str:
+        return self.text
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ShellOptions) and other.text == self.text
+
+    def __hash__(self) -> int:
+        return hash(self.text)
+
+
+class StudyPlan:
+    """Every job of a study: its cell, spec, inputs and run options, and the study's targets.
+
+    Args:
+        config: the validated study config with its defaults (:func:`reranklab.config.with_defaults`).
+        cores: Snakemake's ``--cores``; ``None`` under a cluster executor, which has none (its
+            profile's ``set-threads`` then decides).
+        root: the study folder (where ``studies/`` is looked for).
+    """
+
+    def __init__(
+        self, config: Mapping[str, Any], cores: int | None = None, root: Path = Path(".")
+    ) -> None:
+        self.config = config
+        self.cores = cores
+        self.root = root
+        self.seeds = study_seeds(config)
+
+    # -- the study --------------------------------------------------------------------------
+
+    @property
+    def datasets(self) -> list[str]:
+        return list(self.config["datasets"])
+
+    @property
+    def experiment(self) -> str:
+        return self.config["mlflow"]["experiment"] or self.config["study"]
+
+    def protocol(self, dataset: str) -> dict[str, Any]:
+        return resolve_protocol(self.config, dataset)
+
+    def folds_of(self, dataset: str) -> range:
+        return range(n_folds(self.config, dataset))
+
+    def first_stage_name(self, dataset: str) -> str:
+        return self.protocol(dataset)["first_stage"]
+
+    def all_cells(self) -> list[tuple[str, str, str, int | None]]:
+        """(dataset, cell name, variant, max_length) of every summary row: first stages first."""
+        rows: list[tuple[str, str, str, int | None]] = []
+        for dataset in self.datasets:
+            name = self.first_stage_name(dataset)
+            rows.append((dataset, name, name, None))
+        for dataset, variant, max_length in grid(self.config):
+            rows.append((dataset, Cell(dataset, variant, max_length).name, variant, max_length))
+        return rows
+
+    # -- a job's cell: the one place a wildcard's text becomes a typed value ---------------------
+
+    def seed_of(self, w: Any) -> int:
+        """The seed of a job: its ``{seed_dir}`` wildcard's, else the study seed."""
+        return seed_from_dir(getattr(w, "seed_dir", ""), self.config["seed"])
+
+    def cell_of(self, w: Any) -> Cell:
+        """The :class:`Cell` of a job's ``{dataset}``, ``{variant}``, ``{max_length}`` and
+        ``{seed_dir}`` wildcards."""
+        seed = seed_of_part(getattr(w, "seed_dir", ""))
+        return Cell(w.dataset, w.variant, int(w.max_length), seed)
+
+    def resolved(self, w: Any) -> dict[str, Any]:
+        """The resolved settings of a job's cell (:func:`reranklab.config.resolve_cell`)."""
+        cell = self.cell_of(w)
+        return resolve_cell(self.config, cell.dataset, cell.variant, int(cell.max_length or 0))
+
+    def training(self, w: Any) -> Any:
+        """The typed shared training settings of a job's cell."""
+        return training_view(self.resolved(w)["training"])
+
+    # -- specs of the data and first-stage steps -------------------------------------------------
+
+    def dataset_spec(self, w: Any) -> str:
+        return DatasetSpec(options=self.protocol(w.dataset)["options"]).to_json()
+
+    def mirror_option(self) -> str:
+        mirror = self.config["data"].get("mirror")
+        return f"--config-mirror {mirror}" if mirror else ""
+
+    def retrieval_settings(self) -> dict[str, Any]:
+        # Only the chosen backend's settings, so changing the other's reruns nothing.
+        r = self.config["retrieval"]
+        return {
+            k: v for k, v in r.items() if k != "elasticsearch" or r["backend"] == "elasticsearch"
+        }
+
+    def index_spec(self, w: Any) -> str:
+        return IndexSpec(retrieval=self.retrieval_settings()).to_json()
+
+    def retrieve_spec(self, w: Any) -> str:
+        p = self.protocol(w.dataset)
+        keys = ("first_stage", "depth", "inject_relevant", "relevance_threshold")
+        retrieval = self.retrieval_settings() if p["first_stage"] == "bm25" else None
+        return RetrieveSpec(protocol={k: p[k] for k in keys}, retrieval=retrieval).to_json()
+
+    def index_for(self, w: Any) -> str | list[str]:
+        bm25 = self.first_stage_name(w.dataset) == "bm25"
+        return f"results/index/{w.dataset}/bm25" if bm25 else []
+
+    def split_spec(self, w: Any) -> str:
+        p = self.protocol(w.dataset)
+        # training.validation.dev_fraction: dev-less folds hold out part of their training
+        # queries. Only when set: a study without it keeps its split job's spec.
+        fraction = study_dev_fraction(self.config, self.config["grid"]["variant"]) or None
+        protocol = {k: p[k] for k in ("split", "folds")}
+        return SplitSpec(
+            protocol=protocol, seed=self.config["seed"], dev_fraction=fraction
+        ).to_json()
+
+    def sample_spec(self, w: Any) -> str:
+        p = self.protocol(w.dataset)
+        protocol = {k: p[k] for k in ("negatives_per_positive", "relevance_threshold")}
+        return SampleSpec(protocol=protocol, seed=self.seed_of(w)).to_json()
+
+    def scoring_spec(self, w: Any) -> str:
+        # The whole definition, not only its name: a changed scoring re-runs evaluate and aggregate.
+        return ScoringSpec(scoring=resolve_scoring(self.config, w.dataset).as_dict()).to_json()
+
+    # -- the model jobs: train, encode, rerank ----------------------------------------------------
+
+    def examples_for(self, w: Any) -> str:
+        kind = resolve_variant(self.config, w.variant).spec.example_kind
+        name = "pointwise" if kind == "pointwise" else "triplets"
+        return f"results/samples/{w.dataset}{w.seed_dir}/fold{w.fold}/{name}.parquet"
+
+    def cache_dir(self, w: Any) -> str:
+        return self.cell_of(w).path("cache", f"fold{w.fold}")
+
+    def cache_for(self, w: Any) -> list[str]:
+        """The fold's frozen-feature cache when the variant (an alias: its base) reads one."""
+        return (
+            [self.cache_dir(w)] if resolve_variant(self.config, w.variant).spec.needs_cache else []
+        )
+
+    def validates(self, w: Any) -> bool:
+        """Whether the job selects its epoch on dev; checks here, before any job runs, what can
+        be checked without the folds."""
+        settings = validation_settings(self.resolved(w)["training"])
+        if settings is None:
+            return False
+        key = setting_key(self.config, w.variant, "measure")
+        check_measure(settings, resolve_scoring(self.config, w.dataset), key)
+        if self.protocol(w.dataset)["split"] == "cv" and not study_dev_fraction(self.config):
+            raise ConfigError(
+                f"{w.dataset} is split by cross-validation, whose folds have no dev queries, but"
+                f" {w.variant} selects its epoch on dev ({key}: {settings.measure}, on in its"
+                " paper preset or your config): set training.validation.dev_fraction (e.g. 0.1)"
+                " to hold out part of each training fold, or turn it off with"
+                f" variants.{w.variant}.validation: null"
+            )
+        return True
+
+    def dev_inputs(self, w: Any) -> list[str]:
+        """What scoring the fold's dev queries needs, for a job that validates; else nothing."""
+        if not self.validates(w):
+            return []
+        d = w.dataset
+        return [
+            f"results/first_stage/{d}/candidates.run",
+            f"results/data/{d}/qrels.txt",
+            f"results/splits/{d}/folds.json",
+        ]
+
+    def train_spec(self, w: Any) -> str:
+        """The cell a train job fine-tunes: only the settings that change the trained model
+        (and, when it validates, the dataset's scoring, for its dev measure)."""
+        cell = self.resolved(w)
+        training = {k: v for k, v in cell["training"].items() if k not in NOT_MODEL_KEYS}
+        scoring = resolve_scoring(self.config, w.dataset).as_dict() if self.validates(w) else None
+        return ModelSpec(
+            **self._names(cell),
+            dataset=w.dataset,
+            seed=self.seed_of(w),
+            training=training,
+            scoring=scoring,
+        ).to_json()
+
+    def encode_spec(self, w: Any) -> str:
+        """What changes the frozen features: the encoder, the max length and how they are computed."""
+        resolved = resolve_variant(self.config, w.variant)
+        keep = ("encoder", "device", "eval_batch_size", "threads")
+        training = {k: resolved.training[k] for k in keep}
+        names = resolved.cell_names
+        spec = ModelSpec(
+            **names, dataset=w.dataset, max_length=int(w.max_length), training=training
+        )
+        return spec.to_json()
+
+    def rerank_spec(self, w: Any) -> str:
+        cell = self.resolved(w)
+        training = {k: v for k, v in cell["training"].items() if k not in RUN_OPTION_KEYS}
+        return ModelSpec(**self._names(cell), dataset=w.dataset, training=training).to_json()
+
+    @staticmethod
+    def _names(cell: Mapping[str, Any]) -> dict[str, Any]:
+        return {k: cell[k] for k in ("variant", "base", "max_length") if k in cell}
+
+    def gpu_slots_of(self, w: Any) -> int:
+        """The ``gpu`` resource of a model job, in slots (``training.gpu_slots`` per GPU): its
+        ``training.gpu_share``, else whole GPUs (``training.gpus`` of a DDP job, else one)."""
+        training = self.training(w)
+        gpus = training.gpus if training.distributed == "ddp" else 1
+        if training.gpu_share is None or training.distributed == "ddp":
+            return gpus * training.gpu_slots
+        if training.gpu_share > training.gpu_slots:
+            raise ConfigError(
+                f"{w.variant}: training.gpu_share {training.gpu_share} is more than"
+                f" training.gpu_slots {training.gpu_slots}"
+            )
+        return training.gpu_share
+
+    def gpu_options(self, w: Any) -> ShellOptions:
+        """How the job's GPU lease is taken."""
+        training = self.training(w)
+        return ShellOptions(
+            f"--gpu-slots {training.gpu_slots} --gpu-share {training.gpu_share or 0}"
+        )
+
+    def checkpoint_options(self, w: Any) -> str:
+        # The directory is outside the rule's outputs: Snakemake deletes those of an incomplete
+        # job before running it again, and the re-run must find its checkpoints.
+        training = self.training(w)
+        directory = self.cell_of(w).path("checkpoints", f"fold{w.fold}")
+        return (
+            f"--checkpoint-dir {directory} --checkpoint-every {training.checkpoint_every}"
+            f" --keep-checkpoints {training.keep_checkpoints}"
+            f" --delete-checkpoints {int(training.delete_checkpoints)}"
+        )
+
+    def train_options(self, w: Any) -> ShellOptions:
+        """A train job's run options: its checkpoints, its dev inputs and inference batch when
+        it validates, its live MLflow run and its GPU lease. Passed as options rather than in
+        the rule's shell text, whose change would re-run every job."""
+        text = self.checkpoint_options(w)
+        dev = self.dev_inputs(w)
+        if dev:
+            candidates, qrels, folds = dev
+            batch = self.training(w).eval_batch_size
+            text += f" --candidates {candidates} --qrels {qrels} --folds {folds} --fold {w.fold}"
+            text += f" --eval-batch-size {batch}"
+        text += self.tracking_options(w, has_fold=bool(dev))
+        return ShellOptions(f"{text} {self.gpu_options(w)}")
+
+    def tracking_options(self, w: Any, has_fold: bool) -> str:
+        """The options with which ``reranklab train`` logs to its fold's MLflow run while it
+        trains (``mlflow.log_training``); none when that is off."""
+        mlflow = self.config["mlflow"]
+        if not mlflow.get("log_training", True):
+            return ""
+        options = {
+            "--tracking-uri": mlflow["tracking_uri"],
+            "--experiment": self.experiment,
+            "--study": self.config["study"],
+            "--cell-key": self.cell_of(w).key,  # what the track rule's cell key gives
+        }
+        text = "".join(f" {name} {shlex.quote(str(value))}" for name, value in options.items())
+        return text if has_fold else f"{text} --fold {w.fold}"
+
+    def threads_for_models(self) -> int:
+        if self.cores is None:
+            return 4
+        return min(4, self.cores) if self.cores else 1
+
+    def threads_for_retrieval(self) -> int:
+        # bm25s scores queries on all the cores it is given; Snakemake caps a job's threads at
+        # --cores, so ask for them all.
+        if self.cores is None:
+            return 8
+        return self.cores or 1
+
+    # -- aggregate, track, the seed axis -------------------------------------------------------------
+
+    def fold_files(self, pattern: str) -> Callable[[Any], list[str]]:
+        return lambda w: [
+            pattern.format(dataset=w.dataset, cell=w.cell, fold=k) for k in self.folds_of(w.dataset)
+        ]
+
+    def train_stats(self, w: Any) -> list[str]:
+        cell = Cell.parse(w.dataset, w.cell)
+        if cell.is_first_stage:
+            return []
+        return [
+            cell.path("models", f"fold{k}", "train_stats.json") for k in self.folds_of(w.dataset)
+        ]
+
+    def seed_files(self, pattern: str) -> Callable[[Any], list[str]]:
+        return lambda w: [
+            pattern.format(dataset=w.dataset, cell=self.cell_of(w).name, seed=s) for s in self.seeds
+        ]
+
+    def cell_params(self, dataset: str, cell: str) -> dict[str, Any]:
+        """The full, resolved settings of a cell (what MLflow records)."""
+        parsed = Cell.parse(dataset, cell)
+        if parsed.is_first_stage:
+            return first_stage_cell(self.config, dataset)
+        resolved = resolve_cell(self.config, dataset, parsed.variant, int(parsed.max_length or 0))
+        if not self.seeds:
+            return resolved
+        # A seed of the seed axis (or, seed None, a multi-seed cell as a whole).
+        seed = resolved["seed"] if parsed.seed is None else parsed.seed
+        return {**resolved, "seed": seed, "seeds": self.seeds}
+
+    def record_spec(self, w: Any) -> str:
+        return RecordSpec(**self.cell_params(w.dataset, w.cell)).to_json()
+
+    def seeds_record_spec(self, w: Any) -> str:
+        return RecordSpec(**self.cell_params(w.dataset, self.cell_of(w).name)).to_json()
+
+    # -- summarize, regress, the report ----------------------------------------------------------
+
+    def grading_settings(
+        self, dataset: str, variant: str, max_length: int | None
+    ) -> dict[str, Any]:
+        """What ``reranklab regress`` matches a summary row by: the study (and the paper it
+        replicates, where the config names one), and a re-ranker's encoder and epochs."""
+        paper = (self.config.get("paper") or {}).get("id")
+        study = {"study": self.config["study"], **({"paper": paper} if paper else {})}
+        if max_length is None:
+            return study
+        training = resolve_cell(self.config, dataset, variant, max_length)["training"]
+        return {**study, "encoder": training["encoder"], "epochs": training["epochs"]}
+
+    def summary_spec(self) -> str:
+        cells = [
+            {
+                "dataset": dataset,
+                "variant": variant,
+                "max_length": max_length,
+                "metrics_path": f"results/cells/{dataset}/{cell}/metrics.json",
+                **self.grading_settings(dataset, variant, max_length),
+            }
+            for dataset, cell, variant, max_length in self.all_cells()
+        ]
+        significance = self.config["report"]["significance"]
+        return SummarySpec(
+            cells=cells, title=self.config["study"], significance=significance
+        ).to_json()
+
+    def cell_files(self, name: str) -> list[str]:
+        return [f"results/cells/{d}/{c}/{name}" for d, c, _, _ in self.all_cells()]
+
+    def matrix_files(self) -> list[str]:
+        return [path for path in MATRIX_FILES if (self.root / path).exists()]
+
+    def claims_files(self) -> list[str]:
+        return [path for path in CLAIMS_FILES if (self.root / path).exists()]
+
+    def claims_options(self) -> str:
+        return " ".join(f"--claims {path}" for path in self.claims_files()) or "--no-claims"
+
+    def analysis_reference(self) -> str:
+        """``--reference KEY`` when ``report.significance.reference`` names a cell, else nothing."""
+        reference = self.config["report"]["significance"]["reference"]
+        return f"--reference {reference}" if reference else ""
+
+    def report_dirs(self) -> list[str]:
+        return [f"results/report/{d}" for d in self.datasets]
+
+    def analysis_files(self) -> list[str]:
+        """Every figure and table of the analyses, for each dataset of the study."""
+        from reranklab.report.analyses.run import OUTPUTS
+
+        return [f"results/report/{d}/{name}" for d in self.datasets for name in OUTPUTS]
+
+    def report_pages(self) -> list[str]:
+        return [f"results/report/{page}.html" for page in REPORT_PAGES]
+
+    def study_targets(self) -> list[str]:
+        """What a study makes: the summary, the tests, the grades and the report."""
+        report = [
+            *self.report_pages(),
+            *self.analysis_files(),
+            *PLOTS,
+            "results/report/mlflow.json",
+        ]
+        return [*SUMMARY, *SIGNIFICANCE, "results/regression.md", *report]
+
+    def tracking_link(self) -> str | None:
+        """Where the study's MLflow runs are (the UI's runs table), from a tracked cell's
+        ``mlflow.json``; ``None`` while no cell is tracked."""
+        from reranklab.tracking.ui import runs_link, ui_command
+
+        for dataset, cell, _, _ in self.all_cells():
+            path = self.root / f"results/cells/{dataset}/{cell}/mlflow.json"
+            try:
+                record = json.loads(path.read_text(encoding="utf-8"))
+                link = runs_link(record["tracking_uri"], str(record["experiment_id"]))
+            except (OSError, ValueError, KeyError, TypeError):
+                continue  # not tracked (yet), or not a record of track
+            command = ui_command(record["tracking_uri"])
+            return f"MLflow: {command}, then open {link}" if command else f"MLflow: {link}"
+        return None
