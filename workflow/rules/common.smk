@@ -1,6 +1,6 @@
-# What every rule file shares: the validated config, the study's plan (reranklab.workflow.plan:
-# every job's spec, inputs and run options, as tested Python) and the wildcards' patterns. The
-# rule files hold only rules.
+# Shared by the rule files - the validated config, the study's plan (reranklab.workflow.plan,
+# which gives every job its spec, inputs and run options, as tested Python) and the patterns of
+# the wildcards. The rule files hold only rules.
 from pathlib import Path
 
 from reranklab.config import snakemake_config, with_defaults
