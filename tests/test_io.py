@@ -240,3 +240,23 @@ def test_a_full_disk_names_the_file_being_written(tmp_path):
     with pytest.raises(OSError, match=full), atomic_path(target):
         raise OSError(28, "No space left on device")
     assert not target.exists() and not list(target.parent.iterdir())
+
+
+def test_a_saved_folder_honours_the_umask_not_its_writers_private_modes(tmp_path):
+    """safetensors writes 0600 files and mkdtemp makes 0700 folders: a model folder saved
+    through atomic_directory (and a checkpoint) gets the umask's modes like every result."""
+    from reranklab.io.atomic import atomic_directory
+
+    old = os.umask(0o022)
+    try:
+        with atomic_directory(tmp_path / "model") as tmp:
+            (tmp / "sub").mkdir(mode=0o700)
+            for path in (tmp / "model.safetensors", tmp / "sub" / "head.safetensors"):
+                path.write_bytes(b"x")
+                path.chmod(0o600)
+    finally:
+        os.umask(old)
+    model = tmp_path / "model"
+    modes = {p.relative_to(model).as_posix(): p.stat().st_mode & 0o777 for p in model.rglob("*")}
+    assert modes == {"model.safetensors": 0o644, "sub": 0o755, "sub/head.safetensors": 0o644}
+    assert model.stat().st_mode & 0o777 == 0o755

@@ -477,6 +477,66 @@ def test_snakemake_unlock_and_rerun_incomplete_resume_the_killed_job(toy, repo, 
     _check_resumed(toy, tmp_path / target, steps, log_text, checkpoints, tmp_path)
 
 
+@pytest.mark.integration
+def test_a_study_killed_while_retraining_is_whole_again_after_a_rerun(toy, repo, tmp_path):
+    """A finished study, then ``--forcerun train`` SIGKILLed mid-training (Snakemake deletes
+    the incomplete model folder on the next run): ``--unlock`` and a plain re-run train the
+    fold again from its checkpoint and re-rank with it, so every output is present and
+    consistent, no checkpoint is left behind, the killed live MLflow run is not left RUNNING,
+    and a further run has nothing to do."""
+    from mlflow import MlflowClient
+    from mlflow.entities import ViewType
+
+    for name in ("params.yaml", "workflow"):
+        (shutil.copytree if (repo / name).is_dir() else shutil.copy)(repo / name, tmp_path / name)
+    training = {
+        k: v
+        for k, v in toy_cell("pointwise", toy["bert"], **RESUME)["training"].items()
+        if k in ("encoder", "device", "batch_size", *RESUME)
+    }
+    config = {
+        "study": "killed",
+        "datasets": ["sample"],
+        "protocol": {"sample": {"folds": 2}},
+        "grid": {"variant": ["pointwise"], "max_length": [32]},
+        "training": {**training, "epochs": 4, "checkpoint_every": 5},
+        "mlflow": {"tracking_uri": "sqlite:///results/mlflow.db"},
+    }
+    (tmp_path / "test.yaml").write_text(json.dumps(config))
+    options = ["--cores", "1", "--resources", "gpu=1", "--configfile", "test.yaml"]
+
+    def snakemake(*args: str) -> str:
+        result = subprocess.run(
+            ["snakemake", *args, *options], cwd=tmp_path, env=_env(), capture_output=True,
+            text=True, timeout=WAIT_S * 3,
+        )  # fmt: skip
+        assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
+        return result.stdout + result.stderr
+
+    snakemake()
+    model = tmp_path / "results/models/sample/pointwise-L32/fold0"
+    checkpoints = tmp_path / "results/checkpoints/sample/pointwise-L32/fold0"
+    _kill_after_first_checkpoint(
+        ["snakemake", str(model.relative_to(tmp_path)), "--forcerun", "train", *options],
+        checkpoints,
+        tmp_path / "killed.log",
+        cwd=tmp_path,
+    )
+    snakemake("--unlock")
+    snakemake("--rerun-incomplete")
+
+    run = tmp_path / "results/runs/sample/pointwise-L32/fold0.run"
+    assert (model / "train_stats.json").is_file()
+    assert run.stat().st_mtime >= (model / "train_stats.json").stat().st_mtime  # re-ranked after
+    assert not checkpoints.exists() or not any(checkpoints.iterdir())
+    assert "Nothing to be done" in snakemake("-n")
+    client = MlflowClient(f"sqlite:///{tmp_path / 'results/mlflow.db'}")
+    runs = client.search_runs(
+        [e.experiment_id for e in client.search_experiments()], run_view_type=ViewType.ALL
+    )
+    assert runs and all(r.info.status != "RUNNING" for r in runs)
+
+
 # -- what a job does when its inputs change or its disk is full --------------------------------
 
 

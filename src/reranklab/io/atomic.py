@@ -86,6 +86,22 @@ def temporary_directory(beside: Path) -> Path:
     return tmp
 
 
+def honour_umask(directory: Path) -> None:
+    """Give every file and folder under ``directory`` the mode a plain ``open``/``mkdir`` would.
+
+    Some writers make private files (safetensors writes 0600; ``mkdtemp`` makes 0700 folders):
+    a saved model or checkpoint must be as readable as every other result (the group's
+    members, DVC's cache, an MLflow artifact copy), under the user's umask.
+    """
+    mask = current_umask()
+    for root, folders, files in os.walk(directory):
+        for name in folders:
+            os.chmod(os.path.join(root, name), 0o777 & ~mask)
+        for name in files:
+            os.chmod(os.path.join(root, name), 0o666 & ~mask)
+    os.chmod(directory, 0o777 & ~mask)
+
+
 @contextlib.contextmanager
 def atomic_directory(path: str | os.PathLike[str]) -> Iterator[Path]:
     """Yield a temporary directory beside ``path``; on success it replaces ``path`` as a whole.
@@ -105,6 +121,7 @@ def atomic_directory(path: str | os.PathLike[str]) -> Iterator[Path]:
     tmp = temporary_directory(final)
     try:
         yield tmp
+        honour_umask(tmp)
         old = None
         if final.exists():
             # os.replace cannot overwrite a non-empty directory: move the old one aside first.

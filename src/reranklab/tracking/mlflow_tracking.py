@@ -677,11 +677,17 @@ def _create_cell_run(
 def _delete_replaced(
     client: MlflowClient, earlier: list[Any], adopted: Mapping[str, str | None]
 ) -> list[str]:
-    """Soft-delete the cell's earlier runs that the new cell run did not adopt; their ids."""
-    replaced = [run.info.run_id for run in earlier if run.info.run_id not in adopted]
-    for run_id in replaced:
-        _retry(client.delete_run, run_id)
-    return replaced
+    """Soft-delete the cell's earlier runs that the new cell run did not adopt; their ids.
+
+    A run still ``RUNNING`` is one whose job was killed outright (SIGKILL, a node failure):
+    it is ended as ``KILLED`` first, so the record says what happened to it.
+    """
+    replaced = [run for run in earlier if run.info.run_id not in adopted]
+    for run in replaced:
+        if run.info.status == "RUNNING":
+            _retry(client.set_terminated, run.info.run_id, "KILLED")
+        _retry(client.delete_run, run.info.run_id)
+    return [run.info.run_id for run in replaced]
 
 
 @dataclass(frozen=True)

@@ -64,6 +64,7 @@ from filelock import FileLock, Timeout
 from torch import nn
 
 from reranklab.errors import ReranklabError
+from reranklab.io.atomic import honour_umask
 from reranklab.io.digest import sha256_of as file_sha256
 from reranklab.io.json_io import write_json
 from reranklab.settings.training import NOT_FINGERPRINTED_KEYS, training_view
@@ -678,6 +679,7 @@ class FileCheckpointer:
                 "written": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             }
             write_json(tmp / MANIFEST_FILE, manifest)
+            honour_umask(tmp)  # mkdtemp's folder is private (0700); results honour the umask
             if final.exists():
                 _remove(final)
             os.replace(tmp, final)

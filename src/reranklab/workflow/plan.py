@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import shlex
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -38,7 +39,7 @@ from reranklab.config import (
 )
 from reranklab.errors import ConfigError
 from reranklab.seeds import seed_from_dir, study_seeds
-from reranklab.settings.cell import Cell, seed_of_part
+from reranklab.settings.cell import Cell, seed_of_part, seed_part
 from reranklab.settings.job import (
     DatasetSpec,
     IndexSpec,
@@ -72,6 +73,17 @@ class Wildcards(Protocol):
     """A job's wildcards as Snakemake gives them (text attributes; tests pass a namespace)."""
 
     dataset: str
+
+
+@dataclass
+class _Job:
+    """A job's wildcards, for the plan's own use (the target lists)."""
+
+    dataset: str
+    variant: str
+    max_length: str
+    seed_dir: str
+    fold: str
 
 
 class ShellOptions:
@@ -457,14 +469,71 @@ class StudyPlan:
         return [f"results/report/{page}.html" for page in REPORT_PAGES]
 
     def study_targets(self) -> list[str]:
-        """What a study makes: the summary, the tests, the grades and the report."""
+        """What a study makes: the summary, the tests, the grades and the report, and every
+        file they are made from (:meth:`job_outputs`)."""
         report = [
             *self.report_pages(),
             *self.analysis_files(),
             *PLOTS,
             "results/report/mlflow.json",
         ]
-        return [*SUMMARY, *SIGNIFICANCE, "results/regression.md", *report]
+        return [*SUMMARY, *SIGNIFICANCE, "results/regression.md", *report, *self.job_outputs()]
+
+    def job_outputs(self) -> list[str]:
+        """Every file and folder the study's per-dataset and per-fold jobs write.
+
+        They are targets too because Snakemake regenerates a missing file only when a job
+        downstream of it must run: a training killed mid-way (its model folder deleted as
+        incomplete) would otherwise leave the study with fold runs and no model, and a re-run
+        would say "Nothing to be done". As targets, a missing one is made again, and what
+        depends on it follows (its input is newer).
+        """
+        files: list[str] = []
+        for dataset in self.datasets:
+            files += self._dataset_outputs(dataset)
+        for dataset, variant, max_length in grid(self.config):
+            for seed in self.seeds or [None]:
+                files += self._model_outputs(Cell(dataset, variant, max_length, seed))
+        return files
+
+    def _dataset_outputs(self, dataset: str) -> list[str]:
+        data = f"results/data/{dataset}"
+        names = (
+            "corpus.parquet",
+            "queries.tsv",
+            "qrels.txt",
+            "split.json",
+            "pool.run",
+            "stats.json",
+        )
+        files = [f"{data}/raw/manifest.json", *(f"{data}/{name}" for name in names)]
+        first_stage = self.first_stage_name(dataset)
+        if first_stage == "bm25":
+            files.append(f"results/index/{dataset}/bm25")
+        files += [
+            f"results/first_stage/{dataset}/candidates.run",
+            f"results/splits/{dataset}/folds.json",
+        ]
+        baseline = Cell.parse(dataset, first_stage)
+        for k in self.folds_of(dataset):
+            files += [
+                baseline.path("runs", f"fold{k}.run"),
+                baseline.path("metrics", f"fold{k}.json"),
+            ]
+        return files
+
+    def _model_outputs(self, cell: Cell) -> list[str]:
+        w = _Job(cell.dataset, cell.variant, str(cell.max_length), seed_part(cell.seed), "0")
+        samples = f"results/samples/{cell.dataset}{w.seed_dir}"
+        files: list[str] = []
+        for k in self.folds_of(cell.dataset):
+            w.fold = str(k)
+            files += [f"{samples}/fold{k}/pointwise.parquet", f"{samples}/fold{k}/triplets.parquet"]
+            files += self.cache_for(w)
+            files += [cell.path("models", f"fold{k}"), cell.path("runs", f"fold{k}.run")]
+            files.append(cell.path("metrics", f"fold{k}.json"))
+        files += [cell.path("cells", "run.txt"), cell.path("cells", "metrics.json")]
+        return files
 
     def tracking_link(self) -> str | None:
         """Where the study's MLflow runs are (the UI's runs table), from a tracked cell's

@@ -7,6 +7,7 @@ import argparse
 import contextlib
 import json
 import logging
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -109,6 +110,9 @@ def run(args: argparse.Namespace) -> None:
     from reranklab.settings.training import training_view
     from reranklab.training import distributed
 
+    # SIGTERM (Snakemake stopping a job, scancel, a preemption) unwinds like Ctrl-C: the live
+    # MLflow run is ended KILLED and the GPU lease released, instead of the process vanishing.
+    signal.signal(signal.SIGTERM, _interrupted)
     # The cell as the training code reads it, with the run options that change no model.
     cell = args.spec.resolved(run_options(args))
     training = cell["training"]
@@ -127,6 +131,10 @@ def run(args: argparse.Namespace) -> None:
             distributed.launch(args.argv, gpus)
         else:
             _train(args, cell)
+
+
+def _interrupted(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt(f"stopped by signal {signal.Signals(signum).name}")
 
 
 def _train(args: argparse.Namespace, cell: dict[str, Any], writer: bool = True) -> None:
