@@ -78,6 +78,39 @@ def load_bench_data(
     return BenchData(dataset, queries, corpus, qrels, candidates, protocol)
 
 
+def tile_data(data: BenchData, copies: int) -> BenchData:
+    """``data`` with each query ``copies`` times: copy ``k`` > 0 of query ``q`` is ``q~k``.
+
+    The copies share the passages, judgements and candidates of their query, so a small
+    shipped collection gives as many pairs as a GPU needs to be timed, with its own texts
+    and lengths (throughput depends on the lengths, not on which pair is which).
+
+    Example:
+        >>> data = BenchData("x", {"q": "why"}, {"p": "so"}, {"q": {"p": 1}}, {"q": {"p": 0.0}}, {})
+        >>> tiled = tile_data(data, 3)
+        >>> list(tiled.queries), tiled.candidates["q~2"]
+        (['q', 'q~1', 'q~2'], {'p': 0.0})
+    """
+    if copies <= 1:
+        return data
+
+    def tiled(mapping: dict[str, Any]) -> dict[str, Any]:
+        return {
+            (qid if k == 0 else f"{qid}~{k}"): value
+            for qid, value in mapping.items()
+            for k in range(copies)
+        }
+
+    return BenchData(
+        data.name,
+        tiled(data.queries),
+        data.corpus,
+        tiled(data.qrels),
+        tiled(data.candidates),
+        data.protocol,
+    )
+
+
 def training_examples(
     data: BenchData, example_kind: str, pairs: int, seed: int
 ) -> dict[str, list[Any]]:

@@ -44,6 +44,23 @@ def check_peers(names: list[str], variant: str) -> None:
         )
 
 
+def peer_import_error(name: str) -> str | None:
+    """Why peer ``name`` cannot run here (its packages do not import), or ``None``.
+
+    Checked before measuring, so a machine whose ``datasets`` does not fit its other packages
+    (a lent GPU's own Python, say) still measures the engine and the other peer.
+    """
+    try:
+        if name == "trainer":
+            from transformers import Trainer  # noqa: F401 - needs accelerate
+        else:
+            from datasets import Dataset  # noqa: F401
+            from sentence_transformers.cross_encoder import CrossEncoderTrainer  # noqa: F401
+    except Exception as error:  # ImportError, or a version check that raises another type
+        return f"{type(error).__name__}: {error}"[:300]
+    return None
+
+
 def save_start(model: Any, directory: Path) -> Path:
     """The engine's model as a standard one-logit checkpoint every peer loads."""
     return model.save(directory)

@@ -110,6 +110,8 @@ def format_report(report: Mapping[str, Any]) -> str:
         f"on {report['dataset']}, {engine['pairs']} pairs",
         f"device: {report['device']} ({device}); torch {report['torch']}, transformers {report['transformers']}",
     ]
+    if str(report.get("weights", "")).startswith("random"):
+        lines.append(f"weights: {report['weights']}")
     s = report["settings"]
     peers = report.get("peers") or {}
     if peers:

