@@ -9,6 +9,7 @@ import json
 import logging
 import multiprocessing
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -675,3 +676,34 @@ def test_a_resumed_job_logs_its_whole_curve_and_a_large_model_is_linked(tmp_path
     assert listing["model_dir"] == str(model.absolute())
     assert listing["linked"] == [{"path": "model.safetensors", "bytes": 50_000}]
     assert client.get_run(live.run_id).data.tags["reranklab.model_dir"] == str(model.absolute())
+
+
+def test_a_training_stopped_by_sigterm_ends_its_live_run_killed(toy, tmp_path):
+    """Snakemake stopping a job, scancel and a preemption send SIGTERM: the train step unwinds
+    (as on Ctrl-C) and ends its live run KILLED instead of leaving it RUNNING for ever."""
+    uri = _store(tmp_path)
+    command = _train_command(toy, uri, 0)
+    command[-1] = model_spec(_cell(toy, epochs=500))  # long enough to be stopped mid-way
+    job = subprocess.Popen(
+        command, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    client, deadline = MlflowClient(uri), time.monotonic() + WAIT_S
+    while not _metric_logged(client):
+        assert job.poll() is None and time.monotonic() < deadline, "no live run came up"
+        time.sleep(0.2)
+    job.send_signal(signal.SIGTERM)
+    output, _ = job.communicate(timeout=WAIT_S)
+    assert job.returncode != 0, output[-2000:]
+    (experiment,) = [e for e in client.search_experiments() if e.name == EXPERIMENT]
+    (run,) = client.search_runs([experiment.experiment_id], run_view_type=ViewType.ALL)
+    assert run.info.status == "KILLED", output[-2000:]
+
+
+def _metric_logged(client: MlflowClient) -> bool:
+    """Whether the live run exists and has logged a training loss (the loop is running)."""
+    try:
+        experiments = [e for e in client.search_experiments() if e.name == EXPERIMENT]
+        runs = client.search_runs([experiments[0].experiment_id]) if experiments else []
+    except Exception:  # the store is being created by the job
+        return False
+    return any("train.loss" in run.data.metrics for run in runs)
