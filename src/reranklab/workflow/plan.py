@@ -284,10 +284,8 @@ class StudyPlan:
         keep = ("encoder", "device", "eval_batch_size", "threads")
         training = {k: resolved.training[k] for k in keep}
         names = resolved.cell_names
-        spec = ModelSpec(
-            **names, dataset=w.dataset, max_length=int(w.max_length), training=training
-        )
-        return spec.to_json()
+        length = self.cell_of(w).max_length
+        return ModelSpec(**names, dataset=w.dataset, max_length=length, training=training).to_json()
 
     def rerank_spec(self, w: Any) -> str:
         cell = self.resolved(w)
