@@ -499,7 +499,7 @@ def test_a_study_killed_while_retraining_is_whole_again_after_a_rerun(toy, repo,
         "datasets": ["sample"],
         "protocol": {"sample": {"folds": 2}},
         "grid": {"variant": ["pointwise"], "max_length": [32]},
-        "training": {**training, "epochs": 4, "checkpoint_every": 5},
+        "training": {**training, "epochs": 2, "checkpoint_every": 5},
         "mlflow": {"tracking_uri": "sqlite:///results/mlflow.db"},
     }
     (tmp_path / "test.yaml").write_text(json.dumps(config))
