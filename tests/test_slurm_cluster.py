@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -74,7 +75,27 @@ def _workdir(base: Path, repo: Path, tiny_bert: Path) -> Path:
         (shutil.copytree if (repo / name).is_dir() else shutil.copy)(repo / name, base / name)
     (base / "config").mkdir()
     (base / "config/test.yaml").write_text(yaml.safe_dump(_study(tiny_bert)))
+    _fit_profile(base / "workflow/profiles/slurm-cpu/config.v8+.yaml")
     return base
+
+
+def _fit_profile(profile: Path) -> None:
+    """Set the profile's named cluster settings from this cluster's node, as its header tells a
+    user to (``sinfo -o "%c %m"``): a CI machine with less memory than 16 GB still fits."""
+    cpus, memory = subprocess.run(
+        ["sinfo", "-h", "-o", "%c %m"], capture_output=True, text=True, check=True
+    ).stdout.split()[:2]
+    memory_mb = int(memory.rstrip("+"))
+    values = {
+        "cpus_per_node": int(cpus.rstrip("+")),
+        "mem_per_job_mb": min(16000, memory_mb * 3 // 4),
+        "mem_small_job_mb": min(4000, memory_mb // 4),
+    }
+    text = profile.read_text()
+    for name, value in values.items():
+        text, count = re.subn(rf"(&{name}) \d+", rf"\g<1> {value}", text)
+        assert count == 1, f"{profile}: no setting {name}"
+    profile.write_text(text)
 
 
 def _snakemake(workdir: Path, *args: str) -> subprocess.CompletedProcess:
