@@ -50,5 +50,6 @@ rule track:
 
 onsuccess:
     # At the end of a study: where its MLflow runs are (the UI's runs table).
-    if PLAN.tracking_link():
-        print(PLAN.tracking_link())
+    link = PLAN.tracking_link()
+    if link:
+        print(link)

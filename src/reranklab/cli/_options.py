@@ -83,9 +83,3 @@ def add_gpu_lease(parser: argparse.ArgumentParser) -> None:
         default=0,
         help="slots of one GPU this job leases (training.gpu_share); 0 = a whole GPU",
     )
-
-
-def gpu_lease(args: argparse.Namespace, ddp: bool = False) -> dict[str, int | None]:
-    """The GPU slots a model job leases: its share of one GPU, or whole GPUs."""
-    share = getattr(args, "gpu_share", 0) or None
-    return {"slots": getattr(args, "gpu_slots", 1), "share": None if ddp else share}

@@ -172,6 +172,16 @@ class RunOptions(BaseModel):
     gpu_share: int | None = Field(None, ge=1)
     checkpoint_dir: Path | None = None
 
+    def lease(self, ddp: bool = False) -> dict[str, int | None]:
+        """The GPU slots the job leases (``gpu_binding``'s arguments): its share of one GPU,
+        or whole GPUs (always for a DDP job).
+
+        Example:
+            >>> RunOptions(gpu_slots=4, gpu_share=1).lease(), RunOptions(gpu_share=1).lease(ddp=True)
+            ({'slots': 4, 'share': 1}, {'slots': 1, 'share': None})
+        """
+        return {"slots": self.gpu_slots, "share": None if ddp else self.gpu_share}
+
 
 class ScoringSpec(JobSpec):
     """``evaluate`` and ``aggregate``: the dataset's whole scoring definition."""

@@ -18,7 +18,6 @@ from reranklab.cli._options import (
     add_gpu_lease,
     add_spec,
     add_threads,
-    gpu_lease,
     run_options,
 )
 from reranklab.cli.steps._common import name_job
@@ -52,11 +51,12 @@ def run(args: argparse.Namespace) -> None:
     from reranklab.training.trainer import passages_to_read
 
     name_job("encode", args, args.fold)
-    cell = args.spec.resolved(run_options(args))
+    options = run_options(args)
+    cell = args.spec.resolved(options)
     training = training_view(cell["training"])
     candidates, test = read_run(args.candidates), read_folds(args.folds).fold(args.fold).test
     pids = candidate_pids(candidates, test) | (passages_to_read(cell, Path(args.examples)) or set())
-    with gpu_binding(training.device, **gpu_lease(args)):
+    with gpu_binding(training.device, **options.lease()):
         meta = encode_fold(
             cell,
             Path(args.examples),

@@ -16,7 +16,6 @@ from reranklab.cli._options import (
     add_gpu_lease,
     add_spec,
     add_threads,
-    gpu_lease,
     run_options,
 )
 from reranklab.cli.steps._common import frozen_features, name_job
@@ -52,10 +51,11 @@ def run(args: argparse.Namespace) -> None:
 
     name_job("rerank", args, args.fold)
     spec: ModelSpec = args.spec
-    training = training_view(spec.resolved(run_options(args))["training"])
+    options = run_options(args)
+    training = training_view(spec.resolved(options)["training"])
     qids = read_folds(args.folds).fold(args.fold).test
     candidates = read_run(args.candidates)
-    with gpu_binding(training.device, **gpu_lease(args)):
+    with gpu_binding(training.device, **options.lease()):
         run = rerank(
             Path(args.model_dir),
             candidates,

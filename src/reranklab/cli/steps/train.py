@@ -19,7 +19,6 @@ from reranklab.cli._options import (
     add_gpu_lease,
     add_spec,
     add_threads,
-    gpu_lease,
     run_options,
 )
 from reranklab.cli.steps._common import frozen_features, name_job
@@ -114,7 +113,8 @@ def run(args: argparse.Namespace) -> None:
     # MLflow run is ended KILLED and the GPU lease released, instead of the process vanishing.
     signal.signal(signal.SIGTERM, _interrupted)
     # The cell as the training code reads it, with the run options that change no model.
-    cell = args.spec.resolved(run_options(args))
+    options = run_options(args)
+    cell = args.spec.resolved(options)
     training = cell["training"]
     device = training_view(training).device
     if distributed.is_worker():  # one rank of a DDP job: its launcher bound the GPUs
@@ -126,7 +126,7 @@ def run(args: argparse.Namespace) -> None:
         return
     ddp = distributed.wants_ddp(training)
     gpus = training_view(training).gpus
-    with gpu_binding(device, gpus if ddp else 1, **gpu_lease(args, ddp)):
+    with gpu_binding(device, gpus if ddp else 1, **options.lease(ddp)):
         if ddp:
             distributed.launch(args.argv, gpus)
         else:
