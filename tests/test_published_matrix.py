@@ -39,7 +39,14 @@ DATASETS = {
 }
 SPLITS = {"test", "dev", "eval", "cv", "train"}
 IR_MEASURES = {"MAP", "MRR", "P@1", "MRR@10", "nDCG@10", "R@1000"}
-OTHER_MEASURES = {"batches/s", "queries", "relative improvement %", "share of queries %"}
+OTHER_MEASURES = {
+    "batches/s",
+    "queries",
+    "relative improvement %",
+    "relative decrease %",
+    "share of queries %",
+    "MRR@10 points",
+}
 VARIANTS = {
     "bm25",
     "pool",
@@ -284,7 +291,5 @@ def test_external_numbers_give_a_source_and_no_cite():
         ("cohen2018wikipassageqa", "bm25-wikipassageqa", "MAP", 0.5373),
         ("cohen2018wikipassageqa", "bm25-wikipassageqa", "MRR", 0.6258),
     } <= found
-    assert any(
-        e["dataset"] == "msmarco-passage" and e["value"] == 0.184 and e["variant"] == "bm25"
-        for e in entries
-    )
+    # MarkedBERT prints Anserini's MS MARCO BM25 (18.4, quoted from Doc2query): published.yaml's.
+    assert not any(e["dataset"] == "msmarco-passage" and e["value"] == 0.184 for e in entries)

@@ -91,6 +91,7 @@ def _summary(result: dict[str, Any], folds: list[dict[str, Any]]) -> dict[str, A
         "scoring": result["scoring"],
         "tie_seed": result["tie_seed"],
         "per_query": result["per_query"],
+        "random": result.get("random", {}),
     }
 
 
@@ -127,9 +128,10 @@ def aggregate_folds(
         ``{"overall": {name: value}, "fold_mean": {...}, "fold_std": {...}, "std_ddof": 1 or 0,
         "folds": [{"fold", "n_queries", "n_excluded", "metrics"}], "n_folds", "n_queries",
         "n_excluded", "excluded", "dropped", "ties", "relevance_threshold", "measures",
-        "scoring", "tie_seed", "per_query"}``. The overall metrics are over all counted test
-        queries of all folds, including those a fold's run has no candidates for (they count 0
-        unless the scoring says ``missing: skip``).
+        "scoring", "tie_seed", "per_query", "random"}`` (``random``: each query's expected
+        values under a random ordering of its candidates). The overall metrics are over all
+        counted test queries of all folds, including those a fold's run has no candidates for
+        (they count 0 unless the scoring says ``missing: skip``).
 
     Raises:
         ValueError: if the lists differ in length, are empty, two folds share a query, or a

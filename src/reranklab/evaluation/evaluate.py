@@ -10,7 +10,10 @@ What differs from calling ``trec_eval`` on the files, and why:
   by passage id or file order, and the result says how many ties it met; pytrec_eval is handed
   strictly decreasing scores so its own tie breaking (by document id) never applies;
 - measures that the official scorer defines otherwise than trec_eval (SemEval's AP over the top
-  10) are computed by that definition (:data:`~reranklab.evaluation.measures.OFFICIAL`).
+  10) are computed by that definition (:data:`~reranklab.evaluation.measures.OFFICIAL`);
+- each counted query's expected value under a random ordering of its candidates is kept
+  (``random``, :mod:`~reranklab.evaluation.random_order`): the floor a trained re-ranker must
+  clear to show it learned anything.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import pytrec_eval
 
 from reranklab.evaluation.measures import ALL, OFFICIAL, Measure
 from reranklab.evaluation.protocol import Scoring, default_scoring
+from reranklab.evaluation.random_order import expected_scores
 from reranklab.io import Qrels, Run, count_ties, rank_order
 from reranklab.io.trec import TIE_SEED
 
@@ -119,8 +123,9 @@ def evaluate_run(
         ``{"aggregate": {name: mean or None}, "per_query": {qid: {name: value}},
         "n_queries": int, "n_excluded": int, "excluded": [qid, ...], "dropped": {reason: n},
         "ties": {"queries": n, "passages": n}, "relevance_threshold": int,
-        "measures": [name, ...], "scoring": {...}, "tie_seed": int}``; ``aggregate`` holds
-        the mean over the counted queries (``None`` when there are none).
+        "measures": [name, ...], "scoring": {...}, "tie_seed": int,
+        "random": {qid: {name: expected value of a random ordering of its candidates}}}``;
+        ``aggregate`` holds the mean over the counted queries (``None`` when there are none).
 
     Example:
         >>> run = {"q1": {"a": 0.9, "b": 0.5}}
@@ -149,6 +154,10 @@ def evaluate_run(
             _official_values(measure, scoring, judged, ranked, per_query)
 
     aggregate = {name: _mean([per_query[qid][name] for qid in evaluated]) for name in names}
+    random_order = {
+        qid: expected_scores([judged[qid].get(pid, 0) for pid in ranked[qid]], judged[qid], scoring)
+        for qid in evaluated
+    }
     return {
         "aggregate": aggregate,
         "per_query": per_query,
@@ -161,4 +170,5 @@ def evaluate_run(
         "measures": names,
         "scoring": scoring.as_dict(),
         "tie_seed": int(tie_seed),
+        "random": random_order,
     }

@@ -10,7 +10,9 @@ can be combined query by query:
 - ``per_query``: each query's mean over seeds, so the summary's paired t-test compares the
   seed-averaged re-ranker with the first stage query by query;
 - ``fold_mean`` / ``fold_std``: the mean over seeds of each seed's fold mean / fold std;
-- ``per_seed``: each seed's overall values.
+- ``per_seed``: each seed's overall values;
+- ``random``: each query's expected values under a random ordering of its candidates, the mean
+  over seeds (the seeds re-rank the same candidates, so they agree), where every seed has them.
 """
 
 from __future__ import annotations
@@ -55,8 +57,8 @@ def aggregate_seeds(
         out: where to write the result (JSON, atomically); None = do not write.
 
     Returns:
-        ``{"seeds", "n_seeds", "overall", "seed_std", "per_seed", "per_query", "fold_mean",
-        "fold_std", "n_queries", "n_excluded", "n_folds", "relevance_threshold"}``.
+        ``{"seeds", "n_seeds", "overall", "seed_std", "per_seed", "per_query", "random",
+        "fold_mean", "fold_std", "n_queries", "n_excluded", "n_folds", "relevance_threshold"}``.
 
     Raises:
         FormatError: a file is not a cell metrics file, or the seeds were evaluated on
@@ -121,6 +123,15 @@ def aggregate_seeds(
             values = [m["per_query"][qid].get(name) for m in loaded]
             if all(v is not None for v in values):
                 per_query[qid][name] = statistics.fmean(float(v) for v in values)
+    random_order: dict[str, dict[str, float]] = {}
+    if all(m.get("random") for m in loaded):
+        for qid in sorted(queries):
+            per_seed = [m["random"].get(qid) or {} for m in loaded]
+            random_order[qid] = {
+                name: statistics.fmean(float(r[name]) for r in per_seed)
+                for name in per_seed[0]
+                if all(name in r for r in per_seed)
+            }
     result: dict[str, Any] = {
         "seeds": [int(s) for s in seeds],
         "n_seeds": len(seeds),
@@ -131,6 +142,7 @@ def aggregate_seeds(
             for seed, m in zip(seeds, loaded, strict=True)
         },
         "per_query": per_query,
+        "random": random_order,
         "fold_mean": fold_mean,
         "fold_std": fold_std,
         **{key: loaded[0].get(key) for key in COUNTS},

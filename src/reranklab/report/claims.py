@@ -16,6 +16,13 @@ and its kind:
   the full model, BERT-DMN's Table 3): CONFIRMED when at least ``at_least``, CONTRADICTED when
   at most 1 (no speed-up at all), NOT CONFIRMED between.
 
+Where the claim comes from (``source``): ``stated``, the authors' sentence quoted exactly at
+``cite``; ``table``, a comparison read off a table or figure (``claim`` starts with ``Read
+off``; ``cite`` may list the rows). ``stand_in`` says which reranklab cell takes the place of a
+side the paper compared that is not a reranklab cell. ``paper_effect`` is the paper's own A − B
+on the claim's dataset and measure: two ids of ``published.yaml`` (looked up beside the claims
+file) or ``{value, cite}``; the power of the test is computed at it.
+
 A claim is a comparison, so it can be checked on data the paper did not use: ``also_on`` names
 stand-in datasets (WikiQA for WikiPassageQA, say), graded wherever a study ran them; the grade
 says which dataset it was graded on.
@@ -24,12 +31,36 @@ The paired tests of one study's claims form one family: their p-values are Holm-
 (``statsmodels``' ``multipletests``) at the file's ``alpha``. A claim is graded on every given
 study that runs its paper (the paper's own study, or one naming it: a MiniLM replication), with
 whatever encoder that study used: a finding either holds with it or not. NOT RUN says which
-cell is missing.
+cell is missing, or that the two cells were scored on different query sets (never graded on
+their intersection: a different set of queries is a different experiment).
+
+A grade says when the evidence cannot decide. After the correction, a paired claim is
+
+- INCONCLUSIVE (did not learn), whatever its p, when a fine-tuned cell of the comparison is not
+  significantly above a random ordering of its own candidates, or its training loss did not
+  fall (:mod:`~reranklab.report.learning`): a comparison of cells that learned nothing says
+  nothing about the papers' methods;
+- INCONCLUSIVE (too few seeds), whatever its p, when its fine-tuned cells ran fewer seeds than
+  the claim asks (``seeds``, default 3): one seed's effect can be the seed's;
+- otherwise CONFIRMED or CONTRADICTED when the corrected test decides (the evidence decided);
+- INCONCLUSIVE (underpowered) when it decides neither and the test's power at the paper's own
+  effect (``better``; at the margin for ``no_worse``/``equal``) is below 0.8
+  (:mod:`~reranklab.report.power`): NOT CONFIRMED is kept for "powered, and not seen". Where a
+  ``better`` claim gives no paper effect the power is unknown and the grade stays NOT CONFIRMED.
+
+Each grade keeps the p that decided it (the claim's corrected p; on a CONTRADICTED or would-be
+CONTRADICTED grade the opposite finding's), the power and MDE, each seed's effect where a cell
+ran several (the test itself is on each query's mean over the seeds), and whether the Wilcoxon
+signed-rank and the paired randomisation tests, corrected over the same family, give the same
+grade as the t-test (:mod:`~reranklab.report.robustness`). What is not recorded (the
+random-order baseline or training losses of results recorded before they were kept) is said in
+the grade's notes, never assumed.
 
 Example:
     >>> claim = Claim.from_mapping({"id": "p/x", "paper": "p", "claim": "A beats B",
-    ...     "cite": "papers/p.txt:1", "kind": "better", "dataset": "d", "measure": "MAP",
-    ...     "a": {"variant": "a"}, "b": {"variant": "bm25"}}, "claims.yaml claim 0")
+    ...     "source": "stated", "cite": "papers/p.txt:1", "kind": "better", "dataset": "d",
+    ...     "measure": "MAP", "a": {"variant": "a"}, "b": {"variant": "bm25"}, "seeds": 1},
+    ...     "claims.yaml claim 0")
     >>> rows = [{"study": "p", "dataset": "d", "variant": "bm25", "key": "d/bm25"},
     ...         {"study": "p", "dataset": "d", "variant": "a", "key": "d/a/L64"}]
     >>> values = [{"q1": {"MAP": 0.1}, "q2": {"MAP": 0.2}, "q3": {"MAP": 0.3}},
@@ -41,187 +72,62 @@ Example:
 
 from __future__ import annotations
 
-import math
-import os
-import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from statistics import fmean
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
-import yaml
 from scipy import stats
 
-from reranklab.errors import FormatError
+from reranklab.report.claim_file import (
+    KINDS,
+    CellRef,
+    Claim,
+    ClaimsFile,
+    Kind,
+    PaperEffect,
+    load_claims,
+)
 from reranklab.report.evidence import Evidence
-from reranklab.report.regress import MEASURES
-from reranklab.report.significance import correct
+from reranklab.report.learning import check_cell
+from reranklab.report.power import TARGET, paired_power
+from reranklab.report.robustness import claim_and_against
+from reranklab.report.significance import correct, one_sided_t
 
-CONFIRMED, NOT_CONFIRMED, CONTRADICTED, NOT_RUN = (
+__all__ = [
+    "CONFIRMED",
+    "CONTRADICTED",
+    "INCONCLUSIVE",
+    "KINDS",
+    "NOT_CONFIRMED",
+    "NOT_RUN",
+    "STATUSES",
+    "CellRef",
+    "Claim",
+    "ClaimGrade",
+    "ClaimsFile",
+    "Kind",
+    "PaperEffect",
+    "counts",
+    "describe_evidence",
+    "format_markdown",
+    "format_text",
+    "grade_claims",
+    "load_claims",
+    "to_json",
+]
+
+CONFIRMED, NOT_CONFIRMED, CONTRADICTED, INCONCLUSIVE, NOT_RUN = (
     "CONFIRMED",
     "NOT CONFIRMED",
     "CONTRADICTED",
+    "INCONCLUSIVE",
     "NOT RUN",
 )
-STATUSES = (CONFIRMED, NOT_CONFIRMED, CONTRADICTED, NOT_RUN)
-KINDS = ("better", "no_worse", "equal", "ratio")
+STATUSES = (CONFIRMED, NOT_CONFIRMED, CONTRADICTED, INCONCLUSIVE, NOT_RUN)
 DEFAULT_CLAIMS = "studies/claims.yaml"
-Kind = Literal["better", "no_worse", "equal", "ratio"]
-
-_REQUIRED = ("id", "paper", "claim", "cite", "kind", "dataset", "a", "b")
-_OPTIONAL = ("study", "measure", "delta", "at_least", "published", "note", "seeds", "also_on")
-_CELL_KEYS = ("variant", "max_length", "model")
-
-
-@dataclass(frozen=True)
-class CellRef:
-    """One side of a claim: a variant (or ``bm25``/``pool``), optionally its length and encoder."""
-
-    variant: str
-    max_length: int | None = None
-    model: str | None = None
-
-    def matches(self, row: Mapping[str, Any]) -> bool:
-        if row.get("variant") != self.variant:
-            return False
-        if self.max_length is not None and row.get("max_length") != self.max_length:
-            return False
-        return self.model is None or row.get("first_stage") or row.get("encoder") == self.model
-
-    def __str__(self) -> str:
-        text = self.variant + ("" if self.max_length is None else f"-L{self.max_length}")
-        return text + (f" [{self.model}]" if self.model else "")
-
-
-@dataclass(frozen=True)
-class Claim:
-    """One finding of a paper, as a comparison of two cells (see the module docstring)."""
-
-    id: str
-    paper: str
-    study: str
-    claim: str
-    cite: str
-    kind: Kind
-    dataset: str
-    a: CellRef
-    b: CellRef
-    measure: str | None = None
-    delta: float = 0.0
-    at_least: float = 1.0
-    seeds: int = 1
-    published: tuple[str, ...] = ()
-    note: str = ""
-    also_on: tuple[str, ...] = ()
-
-    @classmethod
-    def from_mapping(cls, raw: Any, origin: str) -> Claim:
-        """A claim from its YAML mapping; ``origin`` names it in errors (file and index)."""
-        if not isinstance(raw, Mapping):
-            raise ValueError(f"{origin}: expected a mapping of keys")
-        for key in raw:
-            if key not in (*_REQUIRED, *_OPTIONAL):
-                raise ValueError(
-                    f"{origin}, key {key}: unknown key (allowed: {', '.join(_REQUIRED + _OPTIONAL)})"
-                )
-        for key in _REQUIRED:
-            if raw.get(key) in (None, ""):
-                raise ValueError(f"{origin}, key {key}: missing")
-        kind = raw["kind"]
-        if kind not in KINDS:
-            raise ValueError(
-                f"{origin}, key kind: expected one of {', '.join(KINDS)}, got {kind!r}"
-            )
-        measure = raw.get("measure")
-        if kind != "ratio" and measure not in MEASURES:
-            raise ValueError(
-                f"{origin}, key measure: expected one of {', '.join(MEASURES)}, got {measure!r}"
-            )
-        delta = raw.get("delta", 0.0)
-        if kind in ("no_worse", "equal") and not (isinstance(delta, (int, float)) and delta > 0):
-            raise ValueError(f"{origin}, key delta: a {kind} claim needs a margin delta > 0")
-        return cls(
-            id=str(raw["id"]),
-            paper=str(raw["paper"]),
-            study=str(raw.get("study") or raw["paper"]),
-            claim=str(raw["claim"]).strip(),
-            cite=str(raw["cite"]),
-            kind=kind,
-            dataset=str(raw["dataset"]),
-            a=_cell(raw["a"], f"{origin}, key a"),
-            b=_cell(raw["b"], f"{origin}, key b"),
-            measure=measure,
-            delta=float(delta),
-            at_least=float(raw.get("at_least", 1.0)),
-            seeds=int(raw.get("seeds", 1)),
-            published=tuple(raw.get("published") or ()),
-            note=str(raw.get("note") or "").strip(),
-            also_on=tuple(raw.get("also_on") or ()),
-        )
-
-    @property
-    def statement(self) -> str:
-        """``A > B``, ``A ≥ B − 0.02``, ``|A − B| ≤ 0.02`` or ``A/B ≥ 1.5``, in cell names."""
-        a, b = str(self.a), str(self.b)
-        return {
-            "better": f"{a} > {b}",
-            "no_worse": f"{a} ≥ {b} − {self.delta:g}",
-            "equal": f"|{a} − {b}| ≤ {self.delta:g}",
-            "ratio": f"{a} / {b} ≥ {self.at_least:g} (batches/s)",
-        }[self.kind]
-
-
-def _cell(raw: Any, origin: str) -> CellRef:
-    if isinstance(raw, str):
-        return CellRef(raw)
-    if not isinstance(raw, Mapping) or not raw.get("variant"):
-        raise ValueError(f"{origin}: expected a variant name or {{variant, max_length, model}}")
-    unknown = [k for k in raw if k not in _CELL_KEYS]
-    if unknown:
-        raise ValueError(f"{origin}: unknown key {unknown[0]} (allowed: {', '.join(_CELL_KEYS)})")
-    return CellRef(str(raw["variant"]), raw.get("max_length"), raw.get("model"))
-
-
-@dataclass(frozen=True)
-class ClaimsFile:
-    """``studies/claims.yaml``: the level, the correction and the claims."""
-
-    alpha: float
-    correction: Literal["holm", "bonferroni", "none"]
-    claims: list[Claim] = field(default_factory=list)
-
-
-def load_claims(path: str | os.PathLike[str]) -> ClaimsFile:
-    """Read and validate a claims file.
-
-    Raises:
-        FormatError: naming the file, the claim's index and the key at fault.
-    """
-    path = Path(path)
-    try:
-        document = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise FormatError(path, None, "claims file does not exist") from None
-    except yaml.YAMLError as exc:
-        raise FormatError(path, None, f"invalid YAML: {exc}") from None
-    if not isinstance(document, Mapping) or document.get("kind") != "claims":
-        raise FormatError(path, None, "expected a mapping with kind: claims and claims: [...]")
-    claims, seen = [], set()
-    for index, raw in enumerate(document.get("claims") or []):
-        try:
-            claim = Claim.from_mapping(raw, f"claim {index}")
-        except ValueError as exc:
-            raise FormatError(path, None, str(exc)) from None
-        if claim.id in seen:
-            raise FormatError(path, None, f"claim {index}, key id: {claim.id} is listed twice")
-        seen.add(claim.id)
-        claims.append(claim)
-    correction = document.get("correction", "holm")
-    if correction not in ("holm", "bonferroni", "none"):
-        raise FormatError(path, None, "key correction: expected holm, bonferroni or none")
-    return ClaimsFile(float(document.get("alpha", 0.05)), correction, claims)
+UNDERPOWERED, DID_NOT_LEARN, TOO_FEW_SEEDS = "underpowered", "did not learn", "too few seeds"
 
 
 # -- grading ------------------------------------------------------------------------------------
@@ -231,9 +137,11 @@ def load_claims(path: str | os.PathLike[str]) -> ClaimsFile:
 class ClaimGrade:
     """A claim graded on one study: status, effect and its 95 % interval, the test, the seeds.
 
-    ``effect`` is the mean of A − B over the queries both count (a ratio for ``ratio``);
-    ``p`` the claim's one-sided p-value, ``p_corrected`` after the study's correction,
-    ``p_against`` the p-value of the opposite finding (also corrected).
+    ``effect`` is the mean of A − B over the queries (a ratio for ``ratio``); ``p`` the claim's
+    one-sided p-value, ``p_corrected`` after the study's correction, ``p_against`` the p-value
+    of the opposite finding (also corrected). ``test_status`` is what the corrected t-test alone
+    says and ``p_deciding`` the corrected p behind it; ``status`` may be INCONCLUSIVE instead,
+    for the ``inconclusive`` reasons (``underpowered``, ``did not learn``, ``too few seeds``).
     """
 
     claim: Claim
@@ -253,18 +161,19 @@ class ClaimGrade:
     seeds: int | None = None
     test: str = ""
     reason: str = ""
-
-
-def _one_sided(diffs: np.ndarray, shift: float, alternative: str) -> float:
-    """p of H1 ``mean(diffs) + shift`` > 0 (``greater``) or < 0 (``less``); exact when constant."""
-    values = diffs + shift
-    if np.all(values == values[0]):
-        holds = values[0] > 0 if alternative == "greater" else values[0] < 0
-        return 0.0 if holds else 1.0
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        p = float(stats.ttest_1samp(values, 0.0, alternative=alternative).pvalue)
-    return 1.0 if math.isnan(p) else p
+    test_status: str | None = None
+    p_deciding: float | None = None
+    power: float | None = None
+    mde: float | None = None
+    power_at: float | None = None
+    power_note: str = ""
+    inconclusive: tuple[str, ...] = ()
+    problems: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+    seed_effects: dict[str, float] = field(default_factory=dict)
+    robustness: dict[str, Any] = field(default_factory=dict)
+    # raw (uncorrected) (p, p_against) of the Wilcoxon and randomisation tests, for _decide
+    alternative_p: dict[str, tuple[float, float]] = field(default_factory=dict)
 
 
 def _interval(diffs: np.ndarray) -> tuple[float, float]:
@@ -278,13 +187,13 @@ def _interval(diffs: np.ndarray) -> tuple[float, float]:
 def _p_values(kind: str, diffs: np.ndarray, delta: float) -> tuple[float, float]:
     """(p of the claim, p of its opposite) for a paired claim."""
     if kind == "better":
-        return _one_sided(diffs, 0.0, "greater"), _one_sided(diffs, 0.0, "less")
+        return one_sided_t(diffs, 0.0, "greater"), one_sided_t(diffs, 0.0, "less")
     if kind == "no_worse":
-        return _one_sided(diffs, delta, "greater"), _one_sided(diffs, delta, "less")
+        return one_sided_t(diffs, delta, "greater"), one_sided_t(diffs, delta, "less")
     # equal: TOST for |A − B| < δ; against: A − B beyond δ on either side (Bonferroni x2).
-    p_claim = max(_one_sided(diffs, delta, "greater"), _one_sided(diffs, -delta, "less"))
+    p_claim = max(one_sided_t(diffs, delta, "greater"), one_sided_t(diffs, -delta, "less"))
     p_against = min(
-        1.0, 2 * min(_one_sided(diffs, delta, "less"), _one_sided(diffs, -delta, "greater"))
+        1.0, 2 * min(one_sided_t(diffs, delta, "less"), one_sided_t(diffs, -delta, "greater"))
     )
     return p_claim, p_against
 
@@ -302,23 +211,82 @@ def _missing(
     )
 
 
-def _paired(claim: Claim, study: str, a: Mapping, b: Mapping, evidence: Evidence) -> ClaimGrade:
+def _scored(values: Mapping[str, Mapping[str, float]], measure: str) -> set[str]:
+    return {q for q, v in values.items() if v.get(measure) is not None}
+
+
+def _query_sets(a: Mapping, b: Mapping, qa: set[str], qb: set[str]) -> str | None:
+    """The reason two cells cannot be paired: they were scored on different queries."""
+    if qa == qb:
+        return None
+    only_a, only_b = sorted(qa - qb), sorted(qb - qa)
+    shown = ", ".join(
+        f"{len(only)} only in {row.get('key')} (e.g. {only[0]})"
+        for only, row in ((only_a, a), (only_b, b))
+        if only
+    )
+    return (
+        f"different query sets: {a.get('key')} has {len(qa)} queries, {b.get('key')} "
+        f"{len(qb)}; {shown} (never graded on the intersection)"
+    )
+
+
+def _seeds(claim: Claim, a: Mapping, b: Mapping, evidence: Evidence) -> tuple[int | None, dict]:
+    """The fewest seeds of the claim's trained cells (``None``: no trained cell), and each
+    seed's effect (that seed's overall A − B; a first stage's single value on the other side)."""
+    trained = [row for row in (a, b) if not row.get("first_stage")]
+    if not trained:
+        return None, {}
+    seeds = min(int(row.get("n_seeds") or 1) for row in trained)
+    per_a, per_b = evidence.seed_values(a), evidence.seed_values(b)
+    if not (per_a or per_b) or claim.measure is None:
+        return seeds, {}
+    names = sorted(set(per_a) & set(per_b)) if per_a and per_b else sorted(per_a or per_b)
+    effects = {}
+    for seed in names:
+        value_a = (per_a.get(seed) or {}).get(claim.measure, a.get(claim.measure))
+        value_b = (per_b.get(seed) or {}).get(claim.measure, b.get(claim.measure))
+        if value_a is not None and value_b is not None:
+            effects[str(seed)] = float(value_a) - float(value_b)
+    return seeds, effects
+
+
+def _paired(
+    claim: Claim, study: str, a: Mapping, b: Mapping, evidence: Evidence, alpha: float
+) -> ClaimGrade:
     values_a, values_b = evidence.queries(a), evidence.queries(b)
     if values_a is None or values_b is None:
         return ClaimGrade(claim, study, NOT_RUN, reason="per-query values are not recorded")
-    common = sorted(
-        q
-        for q in set(values_a) & set(values_b)
-        if values_a[q].get(claim.measure) is not None and values_b[q].get(claim.measure) is not None
-    )
+    measure = str(claim.measure)
+    qa, qb = _scored(values_a, measure), _scored(values_b, measure)
+    different = _query_sets(a, b, qa, qb)
+    if different:
+        return ClaimGrade(claim, study, NOT_RUN, reason=different)
+    common = sorted(qa)
     if len(common) < 2:
         return ClaimGrade(claim, study, NOT_RUN, reason=f"{len(common)} queries in common")
-    xa = np.array([float(values_a[q][claim.measure]) for q in common])
-    xb = np.array([float(values_b[q][claim.measure]) for q in common])
+    xa = np.array([float(values_a[q][measure]) for q in common])
+    xb = np.array([float(values_b[q][measure]) for q in common])
     diffs = xa - xb
     p, p_against = _p_values(claim.kind, diffs, claim.delta)
     low, high = _interval(diffs)
-    seeds = min(int(a.get("n_seeds") or 1), int(b.get("n_seeds") or 1))
+    seeds, seed_effects = _seeds(claim, a, b, evidence)
+    effect = claim.paper_effect.value if claim.paper_effect else None
+    power = paired_power(claim.kind, diffs, alpha, effect, claim.delta)
+    if claim.kind == "better" and power.at is not None and a.get("dataset") != claim.dataset:
+        # The paper measured its effect on its own data: on a stand-in it is a yardstick only.
+        power = replace(power, note=f"power at the paper's effect on {claim.dataset}")
+    problems: list[str] = []
+    notes: list[str] = []
+    for row, values in ((a, values_a), (b, values_b)):
+        check = check_cell(
+            row, measure, values, evidence.random_order(row), evidence.trainings(row), alpha
+        )
+        problems += check.problems
+        notes += check.notes
+    alternative = claim_and_against(
+        claim.kind, diffs, claim.delta, (claim.id, study, str(a.get("dataset")))
+    )
     return ClaimGrade(
         claim,
         study,
@@ -334,6 +302,14 @@ def _paired(claim: Claim, study: str, a: Mapping, b: Mapping, evidence: Evidence
         p_against=p_against,
         seeds=seeds,
         test="one-sided paired t-test" if claim.kind != "equal" else "paired TOST",
+        power=power.power,
+        mde=power.mde,
+        power_at=power.at,
+        power_note=power.note,
+        problems=tuple(problems),
+        notes=tuple(notes),
+        seed_effects=seed_effects,
+        alternative_p=alternative,
     )
 
 
@@ -364,11 +340,17 @@ def _ratio(claim: Claim, study: str, a: Mapping, b: Mapping, evidence: Evidence)
         mean_b=fmean(speed_b),
         effect=ratio,
         test="ratio of mean training batches/s (later epochs)",
+        test_status=status,
     )
 
 
 def _grade_one(
-    claim: Claim, study: str, dataset: str, rows: list[Mapping], evidence: Evidence
+    claim: Claim,
+    study: str,
+    dataset: str,
+    rows: list[Mapping],
+    evidence: Evidence,
+    alpha: float,
 ) -> ClaimGrade:
     found_a, found_b = _find(dataset, claim.a, rows), _find(dataset, claim.b, rows)
     if len(found_a) != 1:
@@ -378,7 +360,7 @@ def _grade_one(
     if claim.kind == "ratio":
         grade = _ratio(claim, study, found_a[0], found_b[0], evidence)
     else:
-        grade = _paired(claim, study, found_a[0], found_b[0], evidence)
+        grade = _paired(claim, study, found_a[0], found_b[0], evidence, alpha)
     return replace(grade, dataset=dataset)
 
 
@@ -398,6 +380,44 @@ def _studies_of(claim: Claim, rows: Sequence[Mapping[str, Any]]) -> list[str]:
     )
 
 
+def _verdict(p_claim: float, p_against: float, alpha: float) -> str:
+    return CONFIRMED if p_claim < alpha else CONTRADICTED if p_against < alpha else NOT_CONFIRMED
+
+
+def _inconclusive(g: ClaimGrade, test_status: str) -> tuple[str, ...]:
+    """Why the evidence cannot decide (see the module docstring for when each applies)."""
+    reasons = []
+    if g.problems:
+        reasons.append(f"{DID_NOT_LEARN}: " + "; ".join(g.problems))
+    if g.seeds is not None and g.seeds < g.claim.seeds:
+        reasons.append(f"{TOO_FEW_SEEDS}: {g.seeds} seed(s), the claim asks for {g.claim.seeds}")
+    if test_status == NOT_CONFIRMED and g.power is not None and g.power < TARGET:
+        at = "the paper's effect" if g.claim.kind == "better" else "the margin"
+        reasons.append(
+            f"{UNDERPOWERED}: power {g.power:.2f} at {at} {g.power_at:+.3f} (n={g.n}); "
+            f"the smallest effect seen with {TARGET:.0%} power is {g.mde:.3f}"
+        )
+    return tuple(reasons)
+
+
+def _robustness(
+    tested: list[ClaimGrade], statuses: list[str], alpha: float, correction: str
+) -> list[dict[str, Any]]:
+    """Each alternative test corrected over the same family: its p (in the direction that
+    decided) and whether it gives the same grade as the t-test."""
+    out: list[dict[str, Any]] = [{} for _ in tested]
+    for name in ("wilcoxon", "randomisation"):
+        p_claim = correct([g.alternative_p[name][0] for g in tested], correction, alpha)
+        p_against = correct([g.alternative_p[name][1] for g in tested], correction, alpha)
+        for i, status in enumerate(statuses):
+            verdict = _verdict(p_claim[i], p_against[i], alpha)
+            out[i][f"{name}_p"] = p_against[i] if status == CONTRADICTED else p_claim[i]
+            out[i][f"{name}_agrees"] = verdict == status
+    for entry in out:
+        entry["agree"] = entry["wilcoxon_agrees"] and entry["randomisation_agrees"]
+    return out
+
+
 def _decide(grades: list[ClaimGrade], alpha: float, correction: str) -> list[ClaimGrade]:
     """Correct the paired claims' p-values within each study and set their status."""
     out = list(grades)
@@ -405,14 +425,22 @@ def _decide(grades: list[ClaimGrade], alpha: float, correction: str) -> list[Cla
         tested = [i for i, g in enumerate(out) if g.study == study and g.p is not None]
         p_claim = correct([out[i].p for i in tested], correction, alpha)
         p_against = correct([out[i].p_against for i in tested], correction, alpha)
-        for i, pc, pa in zip(tested, p_claim, p_against, strict=True):
-            status = CONFIRMED if pc < alpha else CONTRADICTED if pa < alpha else NOT_CONFIRMED
-            reason = (
-                ""
-                if out[i].claim.seeds <= (out[i].seeds or 1)
-                else (f"{out[i].seeds} seed(s), the claim asks for {out[i].claim.seeds}")
+        statuses = [_verdict(pc, pa, alpha) for pc, pa in zip(p_claim, p_against, strict=True)]
+        robust = _robustness([out[i] for i in tested], statuses, alpha, correction)
+        for k, i in enumerate(tested):
+            g, test_status = out[i], statuses[k]
+            reasons = _inconclusive(g, test_status)
+            out[i] = replace(
+                g,
+                status=INCONCLUSIVE if reasons else test_status,
+                test_status=test_status,
+                p_corrected=p_claim[k],
+                p_against=p_against[k],
+                p_deciding=p_against[k] if test_status == CONTRADICTED else p_claim[k],
+                inconclusive=reasons,
+                reason="; ".join(reasons),
+                robustness=robust[k],
             )
-            out[i] = replace(out[i], status=status, p_corrected=pc, p_against=pa, reason=reason)
     return out
 
 
@@ -446,13 +474,23 @@ def grade_claims(
         for study in studies:
             rows = [row for row in evidence.rows if row.get("study") == study]
             for dataset in _datasets(claim, rows):
-                grades.append(_grade_one(claim, study, dataset, rows, evidence))
+                grades.append(_grade_one(claim, study, dataset, rows, evidence, alpha))
     return _decide(grades, alpha, correction)
 
 
 def counts(grades: Sequence[ClaimGrade]) -> dict[str, int]:
-    """``{"CONFIRMED": n, "NOT CONFIRMED": n, "CONTRADICTED": n, "NOT RUN": n}``."""
+    """``{"CONFIRMED": n, "NOT CONFIRMED": n, "CONTRADICTED": n, "INCONCLUSIVE": n,
+    "NOT RUN": n}``."""
     return {status: sum(g.status == status for g in grades) for status in STATUSES}
+
+
+def inconclusive_counts(grades: Sequence[ClaimGrade]) -> dict[str, int]:
+    """How many INCONCLUSIVE grades each reason is behind (a grade may have several)."""
+    reasons = (DID_NOT_LEARN, TOO_FEW_SEEDS, UNDERPOWERED)
+    return {
+        reason: sum(any(r.startswith(reason) for r in g.inconclusive) for g in grades)
+        for reason in reasons
+    }
 
 
 # -- rendering ----------------------------------------------------------------------------------
@@ -487,24 +525,114 @@ def effect_text(g: ClaimGrade) -> str:
     )
 
 
+def deciding_text(g: ClaimGrade) -> str:
+    """The corrected p behind the grade, and which finding's it is when not the claim's."""
+    if g.p_deciding is None:
+        return "–"
+    against = g.test_status == CONTRADICTED
+    return _p(g.p_deciding) + (" (against)" if against else "")
+
+
+def power_text(g: ClaimGrade) -> str:
+    """``0.42 (MDE 0.061)``, or ``? (MDE 0.061)`` where the power is unknown."""
+    if g.p is None:
+        return "–"
+    power = "?" if g.power is None else f"{g.power:.2f}"
+    return power + ("" if g.mde is None else f" (MDE {g.mde:.3f})")
+
+
+def seeds_text(g: ClaimGrade) -> str:
+    """``1/3`` (seeds graded / asked for) and each seed's effect where there are several."""
+    if g.seeds is None:
+        return "–"
+    text = f"{g.seeds}/{g.claim.seeds}"
+    if g.seed_effects:
+        text += " (" + ", ".join(f"{s}: {v:+.3f}" for s, v in g.seed_effects.items()) + ")"
+    return text
+
+
+def robustness_text(g: ClaimGrade) -> str:
+    """``W ✓ R ✓``: whether the Wilcoxon (W) and randomisation (R) tests give the same grade."""
+    if not g.robustness:
+        return "–"
+    mark = {True: "✓", False: "✗"}
+    return (
+        f"W {mark[g.robustness['wilcoxon_agrees']]} R {mark[g.robustness['randomisation_agrees']]}"
+    )
+
+
+def _status_text(g: ClaimGrade) -> str:
+    if g.status == INCONCLUSIVE and g.test_status:
+        return f"{INCONCLUSIVE} (t-test: {g.test_status})"
+    return g.status
+
+
+def _compact(notes: Sequence[str]) -> list[str]:
+    """``X not recorded for k1``, ``X not recorded for k2`` -> ``X not recorded (k1, k2)``."""
+    missing: dict[str, list[str]] = {}
+    rest = []
+    for note in dict.fromkeys(notes):
+        what, found, key = note.partition(" not recorded for ")
+        if found:
+            missing.setdefault(what, []).append(key)
+        else:
+            rest.append(note)
+    return [f"{what} not recorded ({', '.join(keys)})" for what, keys in missing.items()] + rest
+
+
+def _notes(g: ClaimGrade) -> str:
+    parts = [g.reason] if g.status != INCONCLUSIVE and g.reason else []
+    if g.status == INCONCLUSIVE:
+        parts += list(g.inconclusive)
+    if g.power_note and g.p is not None:
+        parts.append(g.power_note)
+    parts += _compact(g.notes)
+    if g.claim.stand_in:
+        parts.append(f"stand-in: {g.claim.stand_in}")
+    if g.claim.note:
+        parts.append(g.claim.note)
+    return "; ".join(parts)
+
+
 def format_text(grades: Sequence[ClaimGrade]) -> str:
-    """One line per graded claim: status, study, id, the comparison, effect, p, why."""
+    """One line per graded claim: status, study, id, the comparison, effect, p, power, why."""
     lines = []
     for g in grades:
         c = g.claim
         text = (
-            f"{g.status:<13}  {g.study}  {c.id}  {dataset_text(g)} {c.measure or ''} {c.statement}"
+            f"{_status_text(g):<13}  {g.study}  {c.id}  {dataset_text(g)} {c.measure or ''} "
+            f"{c.statement}"
         )
         if g.effect is not None:
             text += f"  effect {effect_text(g)}"
-        if g.p_corrected is not None:
-            text += f"  p(corrected) {_p(g.p_corrected)}  n={g.n}  seeds={g.seeds}"
-        if g.reason:
-            text += f"  ({g.reason})"
+        if g.p_deciding is not None:
+            text += (
+                f"  p(corrected) {deciding_text(g)}  power {power_text(g)}  n={g.n}  "
+                f"seeds={seeds_text(g)}  other tests {robustness_text(g)}"
+            )
+        notes = _notes(g)
+        if notes:
+            text += f"  ({notes})"
         lines.append(text)
     tally = ", ".join(f"{n} {s}" for s, n in counts(grades).items())
     lines.append(f"{len(grades)} claims: {tally}")
     return "\n".join(lines) + "\n"
+
+
+_LEGEND = (
+    "CONFIRMED: the claim's one-sided paired t-test (TOST for `equal`) rejects its null after "
+    "Holm's correction over the study's claims; CONTRADICTED: the opposite finding is "
+    "significant (the p shown is its corrected p, marked *against*); NOT CONFIRMED: neither, "
+    "with power ≥ 0.8 at the paper's own effect (or at the margin); INCONCLUSIVE: the evidence "
+    "cannot decide: a fine-tuned cell did not learn (not above a random ordering of its "
+    "candidates, or its training loss did not fall) or ran fewer seeds than the claim asks "
+    "(whatever the p), or the test was underpowered and decided nothing; NOT RUN: a cell of the "
+    "claim is missing, or the two cells were scored on different queries. Power: the t-test's "
+    "at the paper's effect (`?`: the claim gives none), MDE: the effect it finds with 80 % "
+    "power. Seeds: graded/asked (each seed's effect). Other tests: whether the Wilcoxon "
+    "signed-rank (W) and paired randomisation (R) tests, corrected alike, give the same grade. "
+    "A ratio claim is graded on the measured training speeds."
+)
 
 
 def format_markdown(grades: Sequence[ClaimGrade], title: str | None = "Claims") -> str:
@@ -520,8 +648,10 @@ def format_markdown(grades: Sequence[ClaimGrade], title: str | None = "Claims") 
         "B",
         "effect (A − B) [95 % CI]",
         "p (Holm)",
+        "power (MDE)",
         "n",
         "seeds",
+        "other tests",
         "encoder",
         "note",
     ]
@@ -530,12 +660,12 @@ def format_markdown(grades: Sequence[ClaimGrade], title: str | None = "Claims") 
         f"{len(grades)} claims: " + ", ".join(f"{n} {s}" for s, n in counts(grades).items()) + ".",
         "",
         "| " + " | ".join(header) + " |",
-        "|" + "|".join(["---"] * 6 + ["---:"] * 6 + ["---"] * 2) + "|",
+        "|" + "|".join(["---"] * 6 + ["---:"] * 8 + ["---"] * 2) + "|",
     ]
     for g in grades:
         c = g.claim
         cells = [
-            f"**{g.status}**" if g.status in (CONFIRMED, CONTRADICTED) else g.status,
+            f"**{g.status}**" if g.status in (CONFIRMED, CONTRADICTED) else _status_text(g),
             g.study,
             f"{c.id}: “{c.claim}” ({c.cite})",
             dataset_text(g),
@@ -544,60 +674,144 @@ def format_markdown(grades: Sequence[ClaimGrade], title: str | None = "Claims") 
             _f(g.mean_a),
             _f(g.mean_b),
             effect_text(g),
-            _p(g.p_corrected),
+            deciding_text(g),
+            power_text(g),
             "–" if g.n is None else str(g.n),
-            "–" if g.seeds is None else str(g.seeds),
+            seeds_text(g),
+            robustness_text(g),
             g.encoder or "–",
-            "; ".join(x for x in (g.reason, c.note) if x),
+            _notes(g),
         ]
         lines.append("| " + " | ".join(x.replace("|", "\\|") for x in cells) + " |")
-    lines += [
-        "",
-        "CONFIRMED: the claim's one-sided paired t-test (TOST for `equal`) rejects its null "
-        "after Holm's correction over the study's claims; CONTRADICTED: the opposite finding "
-        "is significant; NOT CONFIRMED: neither; NOT RUN: a cell of the claim is missing. "
-        "A ratio claim is graded on the measured training speeds.",
-        "",
-    ]
+    lines += ["", _LEGEND, ""]
     return "\n".join(lines)
 
 
 def to_json(grades: Sequence[ClaimGrade]) -> dict[str, Any]:
-    """``{"counts": {...}, "claims": [...]}`` for programs."""
+    """``{"counts": {...}, "inconclusive": {reason: n}, "claims": [...]}`` for programs."""
     return {
         "counts": counts(grades),
-        "claims": [
-            {
-                "status": g.status,
-                "study": g.study,
-                "id": g.claim.id,
-                "paper": g.claim.paper,
-                "claim": g.claim.claim,
-                "cite": g.claim.cite,
-                "kind": g.claim.kind,
-                "dataset": g.dataset or g.claim.dataset,
-                "paper_dataset": g.claim.dataset,
-                "measure": g.claim.measure,
-                "a": str(g.claim.a),
-                "b": str(g.claim.b),
-                "delta": g.claim.delta,
-                "at_least": g.claim.at_least,
-                "statement": g.claim.statement,
-                "encoder": g.encoder,
-                "n": g.n,
-                "seeds": g.seeds,
-                "mean_a": g.mean_a,
-                "mean_b": g.mean_b,
-                "effect": g.effect,
-                "ci_low": g.ci_low,
-                "ci_high": g.ci_high,
-                "p": g.p,
-                "p_corrected": g.p_corrected,
-                "p_against": g.p_against,
-                "test": g.test,
-                "reason": g.reason,
-                "published": list(g.claim.published),
-            }
-            for g in grades
-        ],
+        "inconclusive": inconclusive_counts(grades),
+        "claims": [_grade_json(g) for g in grades],
     }
+
+
+def _grade_json(g: ClaimGrade) -> dict[str, Any]:
+    c = g.claim
+    effect = c.paper_effect
+    return {
+        "status": g.status,
+        "test_status": g.test_status,
+        "reason": g.reason,
+        "inconclusive": list(g.inconclusive),
+        "study": g.study,
+        "id": c.id,
+        "paper": c.paper,
+        "claim": c.claim,
+        "source": c.source,
+        "cite": c.cite,
+        "cites": list(c.cites),
+        "stand_in": c.stand_in or None,
+        "kind": c.kind,
+        "dataset": g.dataset or c.dataset,
+        "paper_dataset": c.dataset,
+        "measure": c.measure,
+        "a": str(c.a),
+        "b": str(c.b),
+        "delta": c.delta,
+        "at_least": c.at_least,
+        "statement": c.statement,
+        "paper_effect": None
+        if effect is None
+        else {"value": effect.value, "a": effect.a, "b": effect.b, "cite": effect.cite},
+        "encoder": g.encoder,
+        "n": g.n,
+        "mean_a": g.mean_a,
+        "mean_b": g.mean_b,
+        "effect": g.effect,
+        "ci_low": g.ci_low,
+        "ci_high": g.ci_high,
+        "p": g.p,
+        "p_corrected": g.p_corrected,
+        "p_against": g.p_against,
+        "p_deciding": g.p_deciding,
+        "test": g.test,
+        "power": g.power,
+        "power_at": g.power_at,
+        "mde": g.mde,
+        "power_note": g.power_note or None,
+        "seeds": {"graded": g.seeds, "asked": c.seeds, "effects": dict(g.seed_effects)},
+        "did_not_learn": list(g.problems),
+        "robustness": dict(g.robustness) or None,
+        "notes": list(dict.fromkeys(g.notes)),
+        "published": list(c.published),
+    }
+
+
+# -- what was graded ----------------------------------------------------------------------------
+
+
+def _span(values: Sequence[int], unit: str) -> str:
+    low, high = min(values), max(values)
+    return f"{low} {unit}" if low == high else f"{low}–{high} {unit}"
+
+
+def describe_evidence(grades: Sequence[ClaimGrade], evidence: Evidence) -> str:
+    """One sentence saying what the claims were graded on: the studies, encoder, data, training
+    (epochs and optimiser steps per model) and seeds, from the graded rows themselves.
+
+    Example:
+        >>> describe_evidence([], Evidence(rows=[]))
+        'No claim was graded on results.'
+    """
+    studies = list(dict.fromkeys(g.study for g in grades if g.p is not None or g.effect))
+    rows = [r for r in evidence.rows if r.get("study") in studies]
+    if not rows:
+        return "No claim was graded on results."
+    trained = [r for r in rows if not r.get("first_stage")]
+    encoders = sorted({str(r["encoder"]) for r in trained if r.get("encoder")})
+    data = []
+    for dataset in dict.fromkeys(str(r.get("dataset")) for r in rows):
+        counts_ = [
+            int(r["n_queries"]) for r in rows if r.get("dataset") == dataset and r.get("n_queries")
+        ]
+        data.append(dataset + (f" ({_span(counts_, 'test queries')})" if counts_ else ""))
+    epochs = [int(r["epochs"]) for r in trained if r.get("epochs")]
+    steps = _steps(trained, evidence)
+    seeds = [int(r.get("n_seeds") or 1) for r in trained]
+    asked = sorted({g.claim.seeds for g in grades if g.p is not None})
+    parts = [f"encoder {', '.join(encoders) or 'none (first stages only)'}"]
+    parts.append(f"data {', '.join(data)}")
+    if epochs or steps:
+        training = [_span(epochs, "epochs")] if epochs else []
+        training += [_span(steps, "optimiser steps per model")] if steps else []
+        parts.append("training " + ", ".join(training))
+    if seeds:
+        parts.append(
+            _span(seeds, "seed(s)")
+            + " per cell"
+            + (f" (the claims ask for {'/'.join(map(str, asked))})" if asked else "")
+        )
+    graded = sum(
+        g.p is not None or g.claim.kind == "ratio" and g.effect is not None for g in grades
+    )
+    return (
+        f"{graded} claim grades over {len(studies)} {'study' if len(studies) == 1 else 'studies'} "
+        f"({', '.join(studies)}): " + "; ".join(parts) + "."
+    )
+
+
+def _steps(rows: Sequence[Mapping[str, Any]], evidence: Evidence) -> list[int]:
+    """Optimiser steps per model: the training records', else the epoch timings' sum."""
+    steps = []
+    for row in rows:
+        trainings = evidence.trainings(row) or []
+        found = [int(t["steps"]) for t in trainings if t.get("steps")]
+        if not found:
+            by_model: dict[tuple, int] = {}
+            for epoch in evidence.speeds(row):
+                model = (epoch.get("fold"), epoch.get("seed"))
+                by_model[model] = by_model.get(model, 0) + int(epoch.get("steps") or 0)
+            found = [s for s in by_model.values() if s]
+        steps += found
+    return steps

@@ -9,8 +9,16 @@ Grading a number needs a summary row; grading a claim needs more: each row's per
 - a *recorded* study (:func:`record`, ``reranklab record``): a small folder that CI grades
   without re-running, e.g. ``studies/results/minilm-cpu/<study>/``, holding ``summary.json``,
   ``per_query.json`` (``{row key: {qid: {measure: value}}}``), ``timings.json`` (``{row key:
-  [{epoch, steps, seconds, batches_per_s}, ...]}``) and ``provenance.json`` (commit, command,
-  machine, wall time).
+  [{epoch, steps, seconds, batches_per_s}, ...]}``), ``random_order.json`` (``{row key: {qid:
+  {measure: expected value of a random ordering of the row's candidates}}}``),
+  ``training.json`` (``{row key: [{fold, seed, fine_tuned, steps, epochs, loss_start,
+  loss_end}, ...]}``: did each model's training loss fall), ``per_seed.json`` (``{row key:
+  {seed: {measure: value}}}``, the cells run with several seeds) and ``provenance.json``
+  (commit, command, machine, wall time).
+
+A row missing from ``random_order.json`` or ``training.json`` (or a folder recorded before they
+existed) has them *not recorded*: :class:`Evidence` answers ``None``, and the grading says so
+rather than assume anything.
 
 :func:`load_evidence` reads either into :class:`Evidence`.
 """
@@ -36,6 +44,7 @@ PER_QUERY, TIMINGS, PROVENANCE, SUMMARY = (
     "provenance.json",
     "summary.json",
 )
+RANDOM_ORDER, TRAINING, PER_SEED = ("random_order.json", "training.json", "per_seed.json")
 # Row fields that only locate files of the run that wrote them: a recorded summary drops them.
 LOCAL_FIELDS = ("metrics_path", "summary")
 
@@ -49,18 +58,37 @@ class Evidence:
         per_query: ``{id(row): {qid: {measure: value}}}`` where known.
         timings: ``{id(row): [epoch speed, ...]}`` where known (over every fold and seed).
         provenance: each summary's ``provenance.json`` by path, where recorded.
+        random: ``{id(row): {qid: {measure: expected value of a random ordering}}}``.
+        training: ``{id(row): [{fold, seed, fine_tuned, steps, epochs, loss_start, loss_end}]}``
+            (an empty list: the row trained no model).
+        per_seed: ``{id(row): {seed: {measure: value}}}`` for cells run with several seeds.
     """
 
     rows: list[dict[str, Any]]
     per_query: dict[int, dict[str, dict[str, float]]] = field(default_factory=dict)
     timings: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
     provenance: dict[str, dict[str, Any]] = field(default_factory=dict)
+    random: dict[int, dict[str, dict[str, float]]] = field(default_factory=dict)
+    training: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
+    per_seed: dict[int, dict[str, dict[str, float]]] = field(default_factory=dict)
 
     def queries(self, row: Mapping[str, Any]) -> dict[str, dict[str, float]] | None:
         return self.per_query.get(id(row))
 
     def speeds(self, row: Mapping[str, Any]) -> list[dict[str, Any]]:
         return self.timings.get(id(row), [])
+
+    def random_order(self, row: Mapping[str, Any]) -> dict[str, dict[str, float]] | None:
+        """Each query's expected values under a random ordering (``None``: not recorded)."""
+        return self.random.get(id(row))
+
+    def trainings(self, row: Mapping[str, Any]) -> list[dict[str, Any]] | None:
+        """Each model's training record of the row (``None``: not recorded)."""
+        return self.training.get(id(row))
+
+    def seed_values(self, row: Mapping[str, Any]) -> dict[str, dict[str, float]]:
+        """Each seed's overall values (``{}`` for a row run with one seed)."""
+        return self.per_seed.get(id(row), {})
 
 
 def _resolve(path: str, summary: Path) -> Path:
@@ -96,28 +124,89 @@ def live_timings(metrics_path: Path) -> list[dict[str, Any]]:
     return speeds
 
 
+def _losses(stats: Mapping[str, Any]) -> tuple[float | None, float | None]:
+    """The training loss near the start and at the end: the loss curve's first and last points
+    (each the mean of a window of steps), else the first and last epoch's mean loss."""
+    curve = [point[1] for point in stats.get("loss_curve") or [] if point[1] is not None]
+    if len(curve) < 2:
+        curve = [loss for loss in stats.get("epoch_losses") or [] if loss is not None]
+    if len(curve) < 2:
+        return None, None
+    return float(curve[0]), float(curve[-1])
+
+
+def live_training(metrics_path: Path) -> list[dict[str, Any]]:
+    """Each fold (and seed) model's training record of the cell whose metrics file is given."""
+    cell_dir = metrics_path.parent
+    models = cell_dir.parent.parent.parent / "models" / cell_dir.parent.name / cell_dir.name
+    records = []
+    for stats_path in sorted(models.glob("**/train_stats.json")):
+        stats = read_json(stats_path)
+        start, end = _losses(stats)
+        records.append(
+            {
+                "fold": stats.get("fold", stats_path.parent.name),
+                "seed": stats.get("seed"),
+                "fine_tuned": stats.get("fine_tuned", True),
+                "steps": stats.get("steps"),
+                "epochs": stats.get("epochs"),
+                "loss_start": start,
+                "loss_end": end,
+            }
+        )
+    return records
+
+
+def _recorded(folder: Path, name: str) -> dict[str, Any] | None:
+    return read_json(folder / name) if (folder / name).is_file() else None
+
+
+def _load_live(row: dict[str, Any], path: Path, evidence: Evidence) -> None:
+    """A workflow's row: its cell's metrics file and model folders."""
+    if not row.get("metrics_path"):
+        return
+    metrics_path = _resolve(str(row["metrics_path"]), path)
+    if metrics_path.is_file():
+        metrics = read_json(metrics_path)
+        evidence.per_query[id(row)] = metrics.get("per_query", {})
+        if metrics.get("random"):
+            evidence.random[id(row)] = metrics["random"]
+        if len(metrics.get("per_seed") or {}) >= 2:
+            evidence.per_seed[id(row)] = metrics["per_seed"]
+    if row.get("first_stage"):
+        evidence.training[id(row)] = []
+    else:
+        evidence.timings[id(row)] = live_timings(metrics_path)
+        evidence.training[id(row)] = live_training(metrics_path)
+
+
 def _load_one(path: Path, evidence: Evidence) -> None:
     from reranklab.report.regress import load_summaries
 
     rows = load_summaries([path])
     folder = path.parent
-    recorded_queries = read_json(folder / PER_QUERY) if (folder / PER_QUERY).is_file() else None
-    recorded_timings = read_json(folder / TIMINGS) if (folder / TIMINGS).is_file() else None
+    recorded_queries = _recorded(folder, PER_QUERY)
+    recorded = {
+        name: _recorded(folder, name) for name in (TIMINGS, RANDOM_ORDER, TRAINING, PER_SEED)
+    }
     if (folder / PROVENANCE).is_file():
         evidence.provenance[str(path)] = read_json(folder / PROVENANCE)
     for row in rows:
         key = row.get("key")
-        if recorded_queries is not None:
-            if key in recorded_queries:
-                evidence.per_query[id(row)] = recorded_queries[key]
-        elif row.get("metrics_path"):
-            metrics_path = _resolve(str(row["metrics_path"]), path)
-            if metrics_path.is_file():
-                evidence.per_query[id(row)] = read_json(metrics_path).get("per_query", {})
-        if recorded_timings is not None:
-            evidence.timings[id(row)] = list(recorded_timings.get(key, []))
-        elif row.get("metrics_path") and not row.get("first_stage"):
-            evidence.timings[id(row)] = live_timings(_resolve(str(row["metrics_path"]), path))
+        if recorded_queries is None:
+            _load_live(row, path, evidence)
+            evidence.rows.append(row)
+            continue
+        if key in recorded_queries:
+            evidence.per_query[id(row)] = recorded_queries[key]
+        if recorded[TIMINGS] is not None:
+            evidence.timings[id(row)] = list(recorded[TIMINGS].get(key, []))
+        if recorded[RANDOM_ORDER] is not None and key in recorded[RANDOM_ORDER]:
+            evidence.random[id(row)] = recorded[RANDOM_ORDER][key]
+        if recorded[TRAINING] is not None and (key in recorded[TRAINING] or row.get("first_stage")):
+            evidence.training[id(row)] = list(recorded[TRAINING].get(key, []))
+        if recorded[PER_SEED] is not None and key in recorded[PER_SEED]:
+            evidence.per_seed[id(row)] = recorded[PER_SEED][key]
         evidence.rows.append(row)
 
 
@@ -190,15 +279,26 @@ def record(
     out.mkdir(parents=True, exist_ok=True)
     per_query: dict[str, Any] = {}
     timings: dict[str, Any] = {}
+    random_order: dict[str, Any] = {}
+    training: dict[str, Any] = {}
+    per_seed: dict[str, Any] = {}
     for row in evidence.rows:
+        key = row["key"]
         values = evidence.queries(row)
         if values is None:
             raise FormatError(
                 row.get("metrics_path") or summary, None, "no per-query values for this row"
             )
-        per_query[row["key"]] = values
+        per_query[key] = values
         if evidence.speeds(row):
-            timings[row["key"]] = evidence.speeds(row)
+            timings[key] = evidence.speeds(row)
+        # Kept only where the study computed them: a row left out reads as "not recorded".
+        if evidence.random_order(row) is not None:
+            random_order[key] = evidence.random_order(row)
+        if evidence.trainings(row):
+            training[key] = evidence.trainings(row)
+        if evidence.seed_values(row):
+            per_seed[key] = evidence.seed_values(row)
     document["rows"] = [
         {k: v for k, v in row.items() if k not in LOCAL_FIELDS} for row in document.get("rows", [])
     ]
@@ -220,6 +320,9 @@ def record(
         (SUMMARY, document),
         (PER_QUERY, per_query),
         (TIMINGS, timings),
+        (RANDOM_ORDER, random_order),
+        (TRAINING, training),
+        (PER_SEED, per_seed),
         (PROVENANCE, provenance),
     ):
         write_json(out / name, content)

@@ -67,7 +67,14 @@ DEFAULT_TOLERANCE = {"published": 0.02, "expected": 0.005}
 MEASURES: tuple[str, ...] = tuple(dict.fromkeys((*NAMES, *BY_NAME, "R@1000")))
 # What else a paper's tables print: kept in the matrix so that it shows the whole paper, never
 # graded against a summary row (a throughput is graded as a ratio by the claims).
-OTHER_MEASURES = ("batches/s", "queries", "relative improvement %", "share of queries %")
+OTHER_MEASURES = (
+    "batches/s",
+    "queries",
+    "relative improvement %",
+    "relative decrease %",
+    "share of queries %",
+    "MRR@10 points",
+)
 # Two floats that print the same to many digits are equal: an edge of the tolerance is inside.
 EPSILON = 1e-9
 
@@ -518,6 +525,26 @@ def grade(
             )
         entries = selected
     return [grade_entry(entry, rows) for entry in entries]
+
+
+def studies_run(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The studies the given summary rows come from, sorted."""
+    return sorted({str(row["study"]) for row in rows if row.get("study")})
+
+
+def of_studies_run(entries: Sequence[Entry], rows: Sequence[Mapping[str, Any]]) -> list[Entry]:
+    """The entries of the studies the rows come from (a replication under another name counts).
+
+    A plain ``reranklab regress`` grades these: the quick start's summary is graded on the
+    quick start's entries, not printed against every paper's 250 numbers as NOT RUN.
+
+    Example:
+        >>> e = Entry("expected", "x entry 0", "qs", "sample", "bm25", "MAP", 0.49, 0.01)
+        >>> f = Entry("expected", "x entry 1", "other", "sample", "bm25", "MAP", 0.49, 0.01)
+        >>> [x.study for x in of_studies_run([e, f], [{"study": "qs", "dataset": "sample", "variant": "bm25"}])]
+        ['qs']
+    """
+    return [entry for entry in entries if any(_of_study(entry, row) for row in rows)]
 
 
 def counts(grades: Sequence[Grade]) -> dict[str, int]:

@@ -109,7 +109,8 @@ class Comparison:
         return asdict(self)
 
 
-def _generator(seed: int, *names: str) -> np.random.Generator:
+def seeded_generator(seed: int, *names: str) -> np.random.Generator:
+    """A generator seeded by ``seed`` and the names (the same draws on every run and machine)."""
     digest = blake2b("\x1f".join([str(seed), *names]).encode(), digest_size=8).digest()
     return np.random.default_rng(int.from_bytes(digest, "big"))
 
@@ -131,14 +132,40 @@ def t_test(diffs: np.ndarray) -> float | None:
     return None if math.isnan(p) else p
 
 
-def randomisation_test(diffs: np.ndarray, resamples: int, rng: np.random.Generator) -> float | None:
-    """Two-sided paired randomisation test of the mean difference (signs flipped per query).
+def one_sided_t(diffs: np.ndarray, shift: float, alternative: str) -> float:
+    """p of H1 ``mean(diffs) + shift`` > 0 (``greater``) or < 0 (``less``): the one-sided
+    one-sample t-test, exact (0 or 1) when the shifted differences are all equal.
 
-    Exact (every one of the ``2**n`` sign patterns) when that many fit in ``resamples``.
+    Example:
+        >>> round(one_sided_t(np.array([0.25, 0.5, 0.0, 0.5]), 0.0, "greater"), 4)
+        0.0398
+    """
+    values = diffs + shift
+    if np.all(values == values[0]):
+        holds = values[0] > 0 if alternative == "greater" else values[0] < 0
+        return 0.0 if holds else 1.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        p = float(stats.ttest_1samp(values, 0.0, alternative=alternative).pvalue)
+    return 1.0 if math.isnan(p) else p
+
+
+def randomisation_test(
+    diffs: np.ndarray,
+    resamples: int,
+    rng: np.random.Generator,
+    alternative: str = "two-sided",
+) -> float | None:
+    """Paired randomisation test of the mean difference (signs flipped per query).
+
+    Exact (every one of the ``2**n`` sign patterns) when that many fit in ``resamples``;
+    ``alternative``: ``two-sided``, ``greater`` (mean > 0) or ``less``.
 
     Example:
         >>> randomisation_test(np.array([1.0, 2.0, 3.0]), 100, np.random.default_rng(0))
         0.25
+        >>> randomisation_test(np.array([1.0, 2.0, 3.0]), 100, np.random.default_rng(0), "greater")
+        0.125
     """
     if len(diffs) < 2:
         return None
@@ -149,7 +176,7 @@ def randomisation_test(diffs: np.ndarray, resamples: int, rng: np.random.Generat
         lambda x, y, axis: np.mean(x - y, axis=axis),
         permutation_type="samples",
         n_resamples=resamples,
-        alternative="two-sided",
+        alternative=alternative,
         vectorized=True,
         rng=rng,
     )
@@ -215,7 +242,7 @@ def compare(
     xa = np.array([float(values_a[q][measure]) for q in common])
     xb = np.array([float(values_b[q][measure]) for q in common])
     diffs = xa - xb
-    rng = _generator(settings.seed, dataset, measure, a, b)
+    rng = seeded_generator(settings.seed, dataset, measure, a, b)
     t_p = t_test(diffs)
     perm_p = randomisation_test(diffs, settings.resamples, rng)
     low, high = bootstrap_ci(diffs, settings.resamples, rng)

@@ -7,7 +7,8 @@ import argparse
 NAME = "record"
 HELP = (
     "keep a finished study's results for grading without re-running: summary, per-query "
-    "values, epoch timings and provenance (e.g. under studies/results/minilm-cpu/<study>/)"
+    "values, each query's random-order expectation, training losses, seeds' values, epoch "
+    "timings and provenance (e.g. under studies/results/minilm-cpu/<study>/)"
 )
 
 
