@@ -10,6 +10,8 @@ share. This module builds the parser from them and runs one, saying an error onc
 from __future__ import annotations
 
 import argparse
+import re
+import signal
 import sys
 import textwrap
 from collections.abc import Sequence
@@ -100,6 +102,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         # log it is the last line, on a terminal the only one.
         print(f"reranklab {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt as exc:
+        if args.verbose:
+            raise
+        # Ctrl-C, or SIGTERM turned into it (Snakemake stopping a job, scancel): the job's log
+        # ends with one line, and the exit status is the shell's for that signal (128 + n).
+        signum = _signal_of(exc)
+        print(f"reranklab {args.command}: stopped by signal {signum.name}", file=sys.stderr)
+        return 128 + signum
     finally:
         # A step names its job for the progress lines; main() called in-process (tests, a
         # notebook) must not leave that name to the next call.
@@ -107,3 +117,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         set_job(None)
     return 0
+
+
+def _signal_of(interrupt: KeyboardInterrupt) -> signal.Signals:
+    """The signal a KeyboardInterrupt stands for: the one its message names ("stopped by signal
+    SIGTERM", as the train step raises it), else SIGINT (Ctrl-C)."""
+    named = re.search(r"\bsignal (SIG[A-Z0-9]+)\b", str(interrupt))
+    if named and named.group(1) in signal.Signals.__members__:
+        return signal.Signals[named.group(1)]
+    return signal.SIGINT

@@ -3,9 +3,10 @@
 Each :class:`~reranklab.data.base.RawFile` is taken from the first source that has it:
 
 1. ``raw/<name>`` itself, when it is already there and passes its checks (never re-fetched);
-2. the local mirror ``<mirror>/<dataset.mirror_folder>/<name>``, or the archive of its URL
+2. ``package:<package>/<resource>`` URLs: a file shipped inside reranklab or an installed
+   package (before the mirror, so the manifest does not depend on whether one is set);
+3. the local mirror ``<mirror>/<dataset.mirror_folder>/<name>``, or the archive of its URL
    stored there under the URL's base name (the member is extracted from it);
-3. ``package:<package>/<resource>`` URLs: a file shipped inside reranklab;
 4. HTTP(S): retried with exponential back-off (``tenacity``) and resumed with ``Range`` from a
    ``.part`` file; archives (zip, tar.gz, tar.bz2, single .gz/.bz2) are checked, then the
    member is extracted. A host that cannot be reached at all (its name does not resolve, the
@@ -180,13 +181,21 @@ def fetch_dataset(
                     " recorded when it was first fetched (remove its entry there to accept this copy)"
                 ) from None
             target = raw / spec.name
+            sha256 = sha256_of(target)
             if source == "present":
-                source = previous.get(spec.name, "present")
+                # The source the file was verified against, so the manifest does not depend on
+                # whether an earlier run was killed between placing the file and writing it.
+                earlier = previous.get(spec.name)
+                source = (
+                    earlier["source"]
+                    if earlier is not None and earlier.get("sha256") == sha256
+                    else fetcher.origin(pinned, target, sha256)
+                )
             entries.append(
                 {
                     "name": spec.name,
                     "size": target.stat().st_size,
-                    "sha256": sha256_of(target),
+                    "sha256": sha256,
                     "source": source,
                 }
             )
@@ -248,10 +257,21 @@ class _Fetcher:
             else:
                 log.warning("%s: present but %s; fetching it again", target, problem)
                 target.unlink()
+        package_error: DownloadError | None = None
+        if spec.url is not None and spec.url.startswith("package:"):
+            # An installed package before the mirror: the same pinned bytes offline, and the
+            # manifest (a DVC-tracked output) then names the package on every machine, whether
+            # or not a mirror is set there. The mirror serves only where the package is absent.
+            try:
+                return self._from_package(spec, target)
+            except DownloadError as exc:
+                package_error = exc
         if self.mirror_dir is not None:
             source = self._from_mirror(spec, target)
             if source is not None:
                 return source
+        if package_error is not None:
+            raise package_error
         if bad_manual is not None:
             raise DownloadError(
                 f"{target}: {bad_manual}; replace it with the right file ({spec.manual})"
@@ -260,8 +280,6 @@ class _Fetcher:
             raise _ManualMissing(spec.name)
         if spec.url is None:
             raise DownloadError(f"{spec.name}: no URL and not found in {self.raw} or the mirror")
-        if spec.url.startswith("package:"):
-            return self._from_package(spec, target)
         scheme = urlparse(spec.url).scheme
         if scheme not in ("http", "https"):
             raise DownloadError(f"{spec.name}: unsupported URL scheme {scheme!r} in {spec.url}")
@@ -281,6 +299,41 @@ class _Fetcher:
             raise DownloadError(
                 f"{spec.name}: {self._mirror_lacks(spec)}, and downloading it failed: {exc}"
             ) from None
+
+    def origin(self, spec: RawFile, target: Path, sha256: str) -> str:
+        """The source that ``target``, present and verified, is a copy of: the one :meth:`fetch`
+        would take, in the same order. ``present`` when none can vouch for it (a file placed by
+        hand, or one without a published checksum that differs from the mirror's copy).
+
+        A file with a published (or first-use) checksum is the same bytes as any source that
+        passes that checksum; one without is compared with the mirror's or the package's copy.
+        """
+        checked = bool(spec.sha256 or spec.md5)
+        if checked and spec.url is not None and spec.url.startswith("package:"):
+            with contextlib.suppress(DownloadError):  # the package first, as fetch takes it
+                _package_resource(spec.url)
+                return spec.url
+        if self.mirror_dir is not None:
+            plain = self.mirror_dir / spec.name
+            if plain.is_file():
+                if checked or sha256_of(plain) == sha256:
+                    return self._mirror_label(plain)
+                return "present"
+            if spec.url and _unpacks(spec):
+                archive = self.mirror_dir / _url_basename(spec.url)
+                if archive.is_file():
+                    return f"{self._mirror_label(archive)}!{spec.member or archive.name}"
+        if spec.manual or spec.url is None:
+            return "present"
+        if spec.url.startswith("package:"):
+            if not checked:
+                with importlib.resources.as_file(_package_resource(spec.url)) as path:
+                    if sha256_of(Path(path)) != sha256:
+                        return "present"
+            return spec.url
+        if _unpacks(spec):
+            return f"{spec.url}!{spec.member or _url_basename(spec.url)}"
+        return spec.url
 
     def cleanup(self) -> None:
         # Archives are only kept to serve several members of one call; raw/ keeps the files.
@@ -908,11 +961,14 @@ def _mirror_dataset_dir(mirror: str | None, dataset: Dataset) -> Path | None:
     return root / dataset.mirror_folder
 
 
-def _previous_sources(manifest: Path) -> dict[str, str]:
-    # Keeps the provenance of files that a re-run finds already present.
+def _previous_sources(manifest: Path) -> dict[str, dict[str, Any]]:
+    # Keeps the provenance of files that a re-run finds already present (with the same bytes).
     try:
         data = read_json(manifest)
-        return {entry["name"]: entry["source"] for entry in data.get("files", [])}
+        return {
+            entry["name"]: {"source": entry["source"], "sha256": entry.get("sha256")}
+            for entry in data.get("files", [])
+        }
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return {}
 

@@ -52,6 +52,7 @@ from typing import Any
 
 import numpy as np
 
+from reranklab.errors import ReranklabError
 from reranklab.features.tokenize import encode_fitted, encode_text_pairs, fit_queries
 from reranklab.features.types import EncodedPairs
 from reranklab.io.atomic import temporary_directory
@@ -266,7 +267,15 @@ class FeatureCache:
             for array_name in ARRAYS:
                 value = getattr(shard, array_name)
                 if value is not None:
-                    np.save(tmp / f"{array_name}.npy", np.ascontiguousarray(value))
+                    try:
+                        np.save(tmp / f"{array_name}.npy", np.ascontiguousarray(value))
+                    except OSError as exc:
+                        # A full disk: numpy says "3000 requested and 2032 written", no file.
+                        raise ReranklabError(
+                            f"{final / array_name}.npy: the feature cache cannot be written"
+                            f" ({exc}); free space under {self.directory}, or set"
+                            " training.feature_cache: null"
+                        ) from None
             try:
                 os.replace(tmp, final)
             except OSError:

@@ -20,7 +20,7 @@ from typing import Any, Protocol
 import numpy as np
 import torch
 
-from reranklab.errors import ReranklabError
+from reranklab.errors import FormatError, ReranklabError
 
 PairKey = tuple[str, str]
 
@@ -227,14 +227,22 @@ def distinct_pairs(
     for key in id_pairs:
         if key not in position:
             qid, pid = key
-            if qid not in queries:
-                raise ReranklabError(f"query {qid!r} has no text in the queries file")
+            if not queries.get(qid, "").strip():
+                _no_query_text(qid, queries)
             if pid not in corpus:
                 raise ReranklabError(
                     f"passage {pid!r} (candidate of query {qid!r}) is not in the corpus"
                 )
             position[key] = len(position)
     return position
+
+
+def _no_query_text(qid: str, queries: Mapping[str, str]) -> None:
+    why = "its text is blank" if qid in queries else "it is not in the file"
+    source = getattr(queries, "path", None)  # read_queries remembers its file
+    if source is not None:
+        raise FormatError(source, None, f"query {qid!r} has no text ({why})")
+    raise ReranklabError(f"query {qid!r} has no text in the queries file ({why})")
 
 
 @dataclass(frozen=True)

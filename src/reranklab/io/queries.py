@@ -14,8 +14,16 @@ def _clean(text: str) -> str:
     return " ".join(text.split())
 
 
+class Texts(dict[str, str]):
+    """``{id: text}`` as read from ``path``: a check made later (a query a job needs has no text)
+    can name the file."""
+
+    path: str | None = None
+
+
 def read_queries(path: str | os.PathLike[str]) -> dict[str, str]:
-    queries: dict[str, str] = {}
+    queries = Texts()
+    queries.path = str(path)
     for lineno, line in text_lines(path):
         parts = line.split("\t")
         if len(parts) != 2:

@@ -28,8 +28,17 @@ TIE_SEED = 0
 """The default seed of :func:`tie_key` (``reranklab score --tie-seed`` changes it)."""
 
 
-def read_qrels(path: str | os.PathLike[str]) -> Qrels:
-    """Read ``qid iter pid grade`` lines (any whitespace); grades must be integers."""
+EMPTY_RUN = "the run is empty"
+EMPTY_QRELS = "the qrels file is empty (no judgement)"
+
+
+def read_qrels(path: str | os.PathLike[str], *, allow_empty: bool = True) -> Qrels:
+    """Read ``qid iter pid grade`` lines (any whitespace); grades must be integers.
+
+    A pair judged twice with the same grade is read once; with two grades it is an error (which
+    one would count?). ``allow_empty=False``: a file without a judgement is an error too (every
+    measure would be null).
+    """
     qrels: Qrels = {}
     for lineno, line in text_lines(path):
         parts = line.split()
@@ -39,11 +48,21 @@ def read_qrels(path: str | os.PathLike[str]) -> Qrels:
             )
         qid, _, pid, grade = parts
         try:
-            qrels.setdefault(qid, {})[pid] = int(grade)
+            value = int(grade)
         except ValueError:
             raise FormatError(
                 path, lineno, f"relevance grade {grade!r} is not an integer"
             ) from None
+        judged = qrels.setdefault(qid, {})
+        if judged.get(pid, value) != value:
+            raise FormatError(
+                path,
+                lineno,
+                f"pair ({qid}, {pid}) is judged a second time, with grade {value} after {judged[pid]}",
+            )
+        judged[pid] = value
+    if not qrels and not allow_empty:
+        raise FormatError(path, None, EMPTY_QRELS)
     return qrels
 
 
@@ -95,8 +114,23 @@ def count_ties(scores: dict[str, float]) -> int:
     return sum(n for n in seen.values() if n > 1)
 
 
-def read_run(path: str | os.PathLike[str]) -> Run:
-    """Read a TREC run (``qid Q0 pid rank score tag``)."""
+def add_score(
+    run: Run, path: str | os.PathLike[str], lineno: int, qid: str, pid: str, score: float
+) -> None:
+    """Record one run line's score; a (qid, pid) pair listed twice is an error naming the line
+    (which of its scores would rank it?). Shared by every run reader (``reranklab score``'s)."""
+    scores = run.setdefault(qid, {})
+    if pid in scores:
+        raise FormatError(path, lineno, f"query {qid} lists passage {pid} a second time")
+    scores[pid] = score
+
+
+def read_run(path: str | os.PathLike[str], *, allow_empty: bool = True) -> Run:
+    """Read a TREC run (``qid Q0 pid rank score tag``); a pair may be listed once.
+
+    ``allow_empty=False``: a run without a line is an error (an empty run scores 0 everywhere,
+    or re-ranks nothing).
+    """
     run: Run = {}
     for lineno, line in text_lines(path):
         parts = line.split()
@@ -111,7 +145,9 @@ def read_run(path: str | os.PathLike[str]) -> Run:
             raise FormatError(path, lineno, f"score {score!r} is not a number") from None
         if math.isnan(value):
             raise FormatError(path, lineno, "score is NaN")
-        run.setdefault(qid, {})[pid] = value
+        add_score(run, path, lineno, qid, pid, value)
+    if not run and not allow_empty:
+        raise FormatError(path, None, EMPTY_RUN)
     return run
 
 

@@ -57,6 +57,31 @@ def is_local(resolved: str) -> bool:
     return Path(resolved).is_dir()
 
 
+def damaged_weights(folder: str | os.PathLike[str]) -> tuple[Path, str] | None:
+    """The first ``*.safetensors`` file of a model folder that cannot be read, and why.
+
+    Reads only each file's header, which also says whether the file is cut short (its data must
+    cover the file exactly): a folder copied half-way or a disk that filled up while saving
+    fails here with the file named, not deep inside ``from_pretrained``.
+
+    Example:
+        >>> import tempfile
+        >>> folder = Path(tempfile.mkdtemp())
+        >>> _ = (folder / "model.safetensors").write_bytes(b"")
+        >>> damaged_weights(folder)[0].name
+        'model.safetensors'
+    """
+    from safetensors import SafetensorError, safe_open
+
+    for path in sorted(Path(folder).glob("*.safetensors")):
+        try:
+            with safe_open(str(path), framework="pt"):
+                pass
+        except (SafetensorError, OSError) as exc:
+            return path, f"not a complete safetensors file ({exc}): empty, cut short or damaged"
+    return None
+
+
 def quiet_transformers() -> None:
     """Silence transformers' per-load warnings (e.g. "newly initialised pooler"); errors still show."""
     import transformers
@@ -93,6 +118,9 @@ def load_encoder(name: str, **model_kwargs: Any) -> tuple[PreTrainedModel, PreTr
     if not local and name.startswith(("/", "./", "../", "~")):
         raise ConfigError(f"training.encoder: directory {name} does not exist")
     common = {"local_files_only": True} if local else {}
+    damaged = damaged_weights(resolved) if local else None
+    if damaged is not None:
+        raise ConfigError(f"training.encoder: {damaged[0]}: {damaged[1]}")
     try:
         tokenizer = AutoTokenizer.from_pretrained(resolved, **common)
     except OSError as exc:

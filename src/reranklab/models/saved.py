@@ -11,17 +11,20 @@ for a cross-encoder that is one (:func:`save_classifier_model`), as a standard o
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
 import torch
+from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 from torch import nn
 
 from reranklab.errors import FormatError
+from reranklab.io.atomic import current_umask
 from reranklab.io.json_io import read_json, write_json
-from reranklab.models.encoder import load_encoder, save_tokenizer
+from reranklab.models.encoder import damaged_weights, load_encoder, save_tokenizer
 from reranklab.models.standard import save_sequence_classification
 
 FORMAT_VERSION = 1
@@ -37,6 +40,7 @@ def save_tensors(module: nn.Module, path: Path) -> None:
         name: tensor.detach().cpu().contiguous() for name, tensor in module.state_dict().items()
     }
     save_file(state, str(path), metadata={"format": "pt"})
+    os.chmod(path, 0o666 & ~current_umask())  # safetensors makes it 0600
 
 
 def load_tensors(module: nn.Module, path: Path, what: str = "the head's weights") -> None:
@@ -48,7 +52,13 @@ def load_tensors(module: nn.Module, path: Path, what: str = "the head's weights"
     if not path.is_file():
         raise FormatError(path, None, f"{what} are missing")
     try:
-        module.load_state_dict(load_file(str(path)))
+        state = load_file(str(path))
+    except (SafetensorError, OSError) as exc:
+        raise FormatError(
+            path, None, f"{what} cannot be read: not a complete safetensors file ({exc})"
+        ) from None
+    try:
+        module.load_state_dict(state)
     except RuntimeError as exc:
         raise FormatError(
             path, None, f"{what} do not fit the model's description ({exc})"
@@ -181,6 +191,9 @@ def load_encoder_model(
     """
     path = Path(directory)
     meta = read_meta(path)
+    damaged = damaged_weights(path)
+    if damaged is not None:  # the saved model's own weights: name them, not training.encoder
+        raise FormatError(damaged[0], None, damaged[1])
     try:
         encoder, tokenizer = load_encoder(str(path.resolve()))
         model = build(encoder, tokenizer, meta)

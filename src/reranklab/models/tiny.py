@@ -17,6 +17,8 @@ from typing import Any
 
 import torch
 
+from reranklab.io.atomic import honour_umask
+
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 _PIECES = re.compile(r"\w+|[^\w\s]")
 
@@ -149,4 +151,6 @@ def build_tiny_bert(out_dir: str | Path, words: Iterable[str], **shape: Any) -> 
     (out / "vocab.txt").write_text("\n".join(tiny_vocabulary(words)) + "\n", encoding="utf-8")
     encoder.save_pretrained(out)
     tokenizer.save_pretrained(out)
+    # safetensors writes model.safetensors 0600: the model is as readable as any other file.
+    honour_umask(out)
     return out

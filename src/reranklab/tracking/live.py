@@ -37,6 +37,7 @@ import hashlib
 import json
 import logging
 import os
+import signal
 import tempfile
 import threading
 import time
@@ -148,6 +149,41 @@ def system_monitors() -> list[Any]:
     return monitors
 
 
+@contextlib.contextmanager
+def _signals_held() -> Iterator[list[int]]:
+    """Hold SIGTERM and SIGINT back for the duration; then deliver the first that came.
+
+    Yields the list the held signals are appended to. Delivered to the handler that was
+    installed before (the train step's raises KeyboardInterrupt; the default one ends the
+    process). Outside the main thread (where Python cannot set handlers) nothing is held.
+    """
+    held: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield held
+        return
+    previous: dict[int, Any] = {}
+
+    def hold(signum: int, frame: Any) -> None:
+        held.append(signum)
+
+    try:
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            previous[signum] = signal.signal(signum, hold)
+        yield held
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, signal.SIG_DFL if handler is None else handler)
+    if held:
+        _deliver(held[0], previous.get(held[0]))
+
+
+def _deliver(signum: int, handler: Any) -> None:
+    if callable(handler):
+        handler(signum, None)
+    elif handler != signal.SIG_IGN:  # the default action (or a handler set outside Python)
+        os.kill(os.getpid(), signum)
+
+
 def _files_under(root: Path) -> list[tuple[Path, int]]:
     return sorted((path, path.stat().st_size) for path in root.rglob("*") if path.is_file())
 
@@ -205,6 +241,7 @@ class LiveRun:
         self._failed = False
         self._model_dir: Path | None = None
         self._system_step = 0
+        self._ended = False  # finish() has ended the run (or there was none to end)
 
     # -- the run's life -------------------------------------------------------------------
 
@@ -215,27 +252,58 @@ class LiveRun:
         return self
 
     def finish(self, status: str = "FINISHED") -> None:
-        """Write what is left, log the model, and end the run with ``status``."""
+        """Write what is left, log the model, and end the run with ``status``.
+
+        Once only (a second call does nothing). SIGTERM and SIGINT are held back while the run
+        is being ended and delivered after it: the run is never left RUNNING by a signal that
+        lands mid-way, and one that came ends it ``KILLED`` (not ``FINISHED``, since the job
+        that logged it is being stopped).
+        """
+        try:
+            self._finish_holding_signals(status)
+        except KeyboardInterrupt:
+            if not self._ended:  # the signal came before it could be held back
+                self._finish_holding_signals("KILLED")
+            raise
+
+    def _finish_holding_signals(self, status: str) -> None:
+        if self._ended:
+            return
+        with _signals_held() as held:
+            self._end(status, held)
+
+    def _end(self, status: str, held: list[int]) -> None:
         if self._thread is not None:
             self._stop.set()
             self._thread.join()
             self._thread = None
         if self.run_id is None:
+            self._ended = True
             return
         if self._failed:  # best effort: a run whose logging broke must not stay RUNNING
             with contextlib.suppress(Exception), self._store():
-                _retry(self._client.set_terminated, self.run_id, "FAILED")
+                _retry(self._client.set_terminated, self.run_id, "KILLED" if held else "FAILED")
+            self._ended = True
             return
         try:
             with self._store():
-                if self._model_dir is not None and status == "FINISHED":
+                if self._model_dir is not None and status == "FINISHED" and not held:
                     self._log_model(self._model_dir)
-                _retry(self._client.set_terminated, self.run_id, status)
+                # A signal held back while the model was logged: the job is being stopped.
+                ended = "KILLED" if held else status
+                _retry(self._client.set_terminated, self.run_id, ended)
+                if held and ended != "KILLED":  # it came while the run was being ended
+                    _retry(self._client.set_terminated, self.run_id, "KILLED")
         except Exception as exc:
             self._give_up(exc)
+        self._ended = True
 
     def __enter__(self) -> LiveRun:
-        return self.start()
+        try:
+            return self.start()
+        except BaseException:  # a signal while starting: `with` calls no __exit__ then
+            self.finish("KILLED")
+            raise
 
     def __exit__(
         self,
@@ -243,10 +311,14 @@ class LiveRun:
         exc: BaseException | None,
         trace: TracebackType | None,
     ) -> None:
-        status = "FINISHED"
-        if kind is not None:
-            status = "KILLED" if issubclass(kind, KeyboardInterrupt) else "FAILED"
-        self.finish(status)
+        try:
+            status = "FINISHED"
+            if kind is not None:
+                status = "KILLED" if issubclass(kind, KeyboardInterrupt) else "FAILED"
+            self.finish(status)
+        except KeyboardInterrupt:  # a signal before finish held them back
+            self.finish("KILLED")  # does nothing when the run is ended already
+            raise
 
     # -- the training's hooks (TrainingCallback): append to the queue, nothing else ----------
 

@@ -31,9 +31,11 @@ def run(args: argparse.Namespace) -> None:
     from reranklab.io import read_folds, read_qrels, read_run, write_json
 
     qids = read_folds(args.folds).fold(args.fold).test
-    result = evaluate_run(
-        read_run(args.run), read_qrels(args.qrels), qids, scoring=scoring(args.spec)
-    )
+    # What `reranklab score` refuses, refused here too (io.trec's checks): an empty run or qrels
+    # (every measure 0 or null), a passage listed twice, a pair judged twice at two grades.
+    run = read_run(args.run, allow_empty=False)
+    qrels = read_qrels(args.qrels, allow_empty=False)
+    result = evaluate_run(run, qrels, qids, scoring=scoring(args.spec))
     write_json(args.out, result)
     log.info(
         "fold %d, scoring %s: %d queries counted, dropped %s, ties %s: %s",

@@ -54,7 +54,8 @@ def run(args: argparse.Namespace) -> None:
     options = run_options(args)
     training = training_view(spec.resolved(options)["training"])
     qids = read_folds(args.folds).fold(args.fold).test
-    candidates = read_run(args.candidates)
+    # An empty candidates file would make an empty run that scores 0: refused, naming it.
+    candidates = read_run(args.candidates, allow_empty=False)
     with gpu_binding(training.device, **options.lease()):
         run = rerank(
             Path(args.model_dir),
