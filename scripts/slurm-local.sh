@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# A one-node SLURM cluster on this host, for the SLURM integration test (tests/test_slurm_cluster.py)
-# and for developers trying the SLURM profiles (workflow/profiles/slurm-cpu) without a cluster.
+# A one-node SLURM cluster on this host, for the SLURM integration tests (tests/test_slurm_cluster.py,
+# tests/test_slurm_gpu.py) and for developers trying the SLURM profiles (workflow/profiles/slurm-cpu,
+# workflow/profiles/slurm) without a cluster.
 #
 #   scripts/slurm-local.sh start    # install (apt, as root), configure, start, check: about a minute
 #   scripts/slurm-local.sh status   # the daemons, the node and the queue
@@ -8,10 +9,14 @@
 #
 # What it sets up: Debian's slurm-wlm (slurmctld + slurmd on this host), slurmdbd on MariaDB so
 # that `sacct` answers (the snakemake slurm executor plugin polls sacct for its jobs' states), and
-# munge for authentication. One partition `cpu` (the default; no GPUs) with this host's CPUs and
-# memory as `slurmd -C` reports them, less some memory for the daemons and the submitting
-# Snakemake. Process tracking by /proc (proctrack/linuxproc) and no task plugin (task/none): both
-# work in containers and VMs without a writable cgroup hierarchy. Without systemd (PID 1 is not
+# munge for authentication. This host's CPUs and memory as `slurmd -C` reports them, less some
+# memory for the daemons and the submitting Snakemake, and two GPUs that are not there: GRES
+# `gpu:2` whose device files are /dev/null and /dev/zero (slurmd wants a character device per
+# GPU, and only stats it; nothing constrains devices here), so `sbatch --gpus=1` is scheduled,
+# accounted (gres/gpu in sacct's TRES) and given its own CUDA_VISIBLE_DEVICES index as on a real
+# GPU node, while the job computes on the CPUs. Two partitions on that node, the GPU profile's
+# names: `cpu` (the default) and `gpu`. Process tracking by /proc (proctrack/linuxproc) and no
+# task plugin (task/none): both work in containers and VMs without a writable cgroup hierarchy. Without systemd (PID 1 is not
 # systemd in containers) the daemons are started directly, in dependency order: munged, mariadbd,
 # slurmdbd, slurmctld, slurmd.
 #
@@ -22,7 +27,10 @@
 set -euo pipefail
 
 CLUSTER=reranklab-local           # ClusterName, as registered in the accounting DB
-PARTITION=cpu
+PARTITION=cpu                     # the default partition
+GPU_PARTITION=gpu                 # the same node, for the GPU jobs (workflow/profiles/slurm)
+FAKE_GPUS=(/dev/null /dev/zero)   # the node's GPUs (GRES gpu): any character devices will do
+GPUS=${#FAKE_GPUS[@]}
 ACCOUNT=reranklab                 # the account the test user submits under (sacctmgr)
 DB_NAME=slurm_acct_db
 DB_USER=slurm
@@ -133,8 +141,18 @@ JobCompType=jobcomp/none
 ReturnToService=2
 SchedulerType=sched/backfill
 MinJobAge=300
-NodeName=$NODE CPUs=$CPUS Sockets=$SOCKETS CoresPerSocket=$CORES ThreadsPerCore=$THREADS RealMemory=$MEM State=UNKNOWN
+# GPUs as generic resources (gres.conf lists their device files); --gpus/--gres requests are
+# recorded as gres/gpu in the jobs' TRES (ReqTRES, AllocTRES of sacct).
+GresTypes=gpu
+AccountingStorageTRES=gres/gpu
+NodeName=$NODE CPUs=$CPUS Sockets=$SOCKETS CoresPerSocket=$CORES ThreadsPerCore=$THREADS RealMemory=$MEM Gres=gpu:$GPUS State=UNKNOWN
 PartitionName=$PARTITION Nodes=$NODE Default=YES MaxTime=INFINITE State=UP
+PartitionName=$GPU_PARTITION Nodes=$NODE MaxTime=INFINITE State=UP
+EOF
+  # No detection (there is no driver): each GPU is one line with its (stand-in) device file.
+  write_conf "$CONF_DIR/gres.conf" 644 <<EOF
+AutoDetect=off
+$(for device in "${FAKE_GPUS[@]}"; do echo "NodeName=$NODE Name=gpu File=$device"; done)
 EOF
   # Nothing is constrained by cgroups here (linuxproc, task/none); the file keeps slurmd quiet.
   write_conf "$CONF_DIR/cgroup.conf" 644 <<EOF
@@ -215,11 +233,16 @@ start_slurm() {
 }
 
 smoke_test() {
-  local id
+  local id gpu
   id=$(sbatch --parsable -p "$PARTITION" -o /dev/null -J slurm-local-check --wrap true) ||
     die "sbatch of a trivial job failed"
+  # ... and one asking for a GPU, which SLURM must grant (and account) from the fake GRES.
+  gpu=$(sbatch --parsable -p "$GPU_PARTITION" --gpus=1 -o /dev/null -J slurm-local-gpu-check --wrap true) ||
+    die "sbatch of a trivial job with --gpus=1 failed (see $LOG_DIR/slurmctld.log)"
   wait_for "the trivial job $id to complete and show in sacct" bash -c \
     "sacct -n -X -j $id -o State | grep -q COMPLETED"
+  wait_for "the trivial GPU job $gpu to complete with gres/gpu in sacct" bash -c \
+    "sacct -n -X -P -j $gpu -o State,AllocTRES | grep -q 'COMPLETED|.*gres/gpu=1'"
 }
 
 stop_daemons() {
@@ -268,7 +291,7 @@ case ${1:-} in
     start_mariadb
     start_slurm
     smoke_test
-    say "up in $((SECONDS - t0))s: node $NODE ($CPUS CPUs, ${MEM} MB), partition $PARTITION, account $ACCOUNT"
+    say "up in $((SECONDS - t0))s: node $NODE ($CPUS CPUs, ${MEM} MB, $GPUS fake GPUs), partitions $PARTITION and $GPU_PARTITION, account $ACCOUNT"
     ;;
   stop) stop_daemons ;;
   status) status ;;

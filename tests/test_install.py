@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from reranklab.errors import ReranklabError
-from reranklab.resources import PROFILES, RULES, SCHEMA, SNAKEFILE, STUDY
+from reranklab.resources import ENVS, PROFILES, RULES, SCHEMA, SNAKEFILE, STUDY
 from reranklab.workflow.init import init_study, study_files
 from tests.conftest import tool_env
 
@@ -26,6 +26,8 @@ SOURCES = (
     "MANIFEST.in",
     "README.md",
     "params.yaml",
+    "Snakefile",
+    "envs",
     "workflow",
     "config",
     "studies",
@@ -39,18 +41,29 @@ def _run(command: list[str], cwd: Path, env: dict[str, str]) -> subprocess.Compl
     return result
 
 
-def test_the_checkout_has_the_catalog_layout_and_one_copy_of_each_rule(repo):
-    # In a checkout (or an editable install) the package reads the top-level workflow/ itself.
-    assert repo / "workflow" / "Snakefile" == SNAKEFILE and SCHEMA.is_file()
+def test_the_checkout_has_the_design_layout_and_one_copy_of_each_rule(repo):
+    # In a checkout (or an editable install) the package reads the top-level files themselves.
+    assert repo / "Snakefile" == SNAKEFILE and SCHEMA.is_file()
     assert repo / "workflow" / "rules" == RULES and (PROFILES / "slurm").is_dir()
+    assert repo / "envs" == ENVS and (ENVS / "reranklab.yaml").is_file()
     assert {p.name for p in RULES.glob("*.smk")} >= {"common.smk", "train.smk", "report.smk"}
+    top = {p.name for p in repo.iterdir()}
+    assert {"Snakefile", "dvc.yaml", "params.yaml", "workflow", "src", "envs", "tests"} <= top
     layout = {p.name for p in (repo / "workflow").iterdir()}
-    assert {"Snakefile", "rules", "schemas", "report", "envs", "profiles"} <= layout
+    assert {"rules", "schemas", "report", "profiles"} <= layout
+    assert not {"Snakefile", "envs"} & layout  # moved to the top
     assert (repo / ".snakemake-workflow-catalog.yml").is_file()
     assert (repo / "config" / "README.md").is_file()
-    # One Snakefile: Snakemake finds workflow/Snakefile; no rule file inside src/.
-    assert not (repo / "Snakefile").exists()
+    # One Snakefile, the entry point Snakemake finds at the top; no rule file inside src/.
+    others = [p for name in ("workflow", "envs", "src") for p in (repo / name).rglob("Snakefile")]
+    # ... the only other is the template of `reranklab init`, which includes that one.
+    assert others == [STUDY / "Snakefile"]
+    assert "include: str(SNAKEFILE)" in (STUDY / "Snakefile").read_text()
     assert not list((repo / "src").rglob("*.smk"))
+    # The conda environment the rules name is the top-level one.
+    common = (RULES / "common.smk").read_text()
+    assert (RULES / "../../envs/reranklab.yaml").resolve() == (ENVS / "reranklab.yaml").resolve()
+    assert 'CONDA_ENV = "../../envs/reranklab.yaml"' in common
     # The study templates are the checkout's own files, not copies.
     for name in ("params.yaml", "config", "studies"):
         assert (STUDY / name).resolve() == (repo / name).resolve(), name
@@ -78,7 +91,7 @@ def test_init_writes_a_study_and_never_replaces_a_file(tmp_path):
 
 
 def test_the_workflow_passes_snakemake_lint(repo, tmp_path):
-    for name in ("workflow", "params.yaml", "config"):
+    for name in ("Snakefile", "workflow", "envs", "params.yaml", "config"):
         (shutil.copytree if (repo / name).is_dir() else shutil.copy)(repo / name, tmp_path / name)
     result = subprocess.run(
         ["snakemake", "--lint", "--configfile", "config/quickstart.yaml"],
@@ -126,11 +139,12 @@ def test_a_study_runs_from_the_installed_wheel_outside_the_repository(repo, tmp_
     names = set(zipfile.ZipFile(wheel).namelist())
     for packaged in (
         "reranklab/_workflow/Snakefile",
-        "reranklab/_workflow/rules/common.smk",
-        "reranklab/_workflow/schemas/params.schema.yaml",
-        "reranklab/_workflow/profiles/slurm/config.v8+.yaml",
         "reranklab/_workflow/envs/reranklab.yaml",
-        "reranklab/_workflow/report/workflow.rst",
+        "reranklab/_workflow/workflow/rules/common.smk",
+        "reranklab/_workflow/workflow/schemas/params.schema.yaml",
+        "reranklab/_workflow/workflow/profiles/slurm/config.v8+.yaml",
+        "reranklab/_workflow/workflow/profiles/slurm-cpu/config.v8+.yaml",
+        "reranklab/_workflow/workflow/report/workflow.rst",
         "reranklab/workflow/study/Snakefile",
         "reranklab/workflow/study/params.yaml",
         "reranklab/workflow/study/config/quickstart.yaml",
@@ -166,7 +180,7 @@ def test_a_study_runs_from_the_installed_wheel_outside_the_repository(repo, tmp_
     where = _run([str(venv / "bin" / "python"), "-c", "import reranklab; print(reranklab.__file__)"],
                  tmp_path, env).stdout  # fmt: skip
     assert Path(where.strip()).is_relative_to(venv), where
-    # ... and its workflow is the wheel's copy of workflow/, not the checkout's.
+    # ... and its workflow is the wheel's copy (Snakefile, envs/, workflow/), not the checkout's.
     code = "from reranklab.resources import SNAKEFILE; print(SNAKEFILE)"
     snakefile = _run([str(venv / "bin" / "python"), "-c", code], tmp_path, env).stdout.strip()
     assert Path(snakefile).is_relative_to(venv) and Path(snakefile).parent.name == "_workflow"

@@ -205,7 +205,7 @@ def test_mlflow_nests_folds_under_seeds_under_the_cell(tmp_path):
 
 
 def test_the_dag_gets_a_seed_level(repo, tmp_path):
-    for name in ("Snakefile", "params.yaml", "workflow"):
+    for name in ("Snakefile", "envs", "params.yaml", "workflow"):
         (shutil.copytree if (repo / name).is_dir() else shutil.copy)(repo / name, tmp_path / name)
     config = {
         "study": "s",

@@ -77,9 +77,10 @@ def test_schema_is_draft_2020_12_closed_and_every_key_documented(repo):
     jsonschema.Draft202012Validator.check_schema(schema)
     blocks = {"(top)": schema, **schema["$defs"]}
     for name, block in blocks.items():
-        # Closed: no other keys, or (variants) other keys only as aliases, a closed block.
+        # Closed: no other keys, or (variants, local) other keys only as aliases or
+        # collections of one's own, each a closed block.
         extra = block.get("additionalProperties")
-        assert extra is False or name == "Variants", name
+        assert extra is False or name in ("Variants", "LocalBlock"), name
         for key, prop in block["properties"].items():
             # A required key (an alias's base, a paper's id) has no default.
             assert "description" in prop, f"{name}.{key}"
@@ -89,6 +90,8 @@ def test_schema_is_draft_2020_12_closed_and_every_key_documented(repo):
     assert schema["$defs"][alias]["additionalProperties"] is False
     assert schema["$defs"][alias]["required"] == ["base"]
     assert schema["$defs"]["Variants"]["propertyNames"]["pattern"] == "^[a-z][a-z0-9_]*$"
+    assert schema["$defs"]["LocalCollection"]["additionalProperties"] is False
+    assert schema["$defs"]["LocalCollection"]["required"] == ["queries", "passages", "qrels"]
 
 
 def test_the_schema_and_the_model_agree_on_shipped_and_wrong_configs(repo):
@@ -270,7 +273,7 @@ def test_a_wrong_dataset_option_stops_validation_before_any_download(tmp_path, r
 
 @pytest.mark.integration
 def test_snakemake_dry_run_rejects_a_wrong_dataset_option(tmp_path, repo):
-    for name in ("params.yaml", "workflow", "config"):
+    for name in ("Snakefile", "envs", "params.yaml", "workflow", "config"):
         (shutil.copytree if (repo / name).is_dir() else shutil.copy)(repo / name, tmp_path / name)
     for options, expected in (
         ({"bogus": 1}, "protocol.wikiqa.options.bogus"),

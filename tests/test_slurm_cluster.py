@@ -30,7 +30,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.slurm]
 
 pytest.importorskip("snakemake_executor_plugin_slurm", reason="pip install -e '.[slurm]'")
 
-WORKFLOW_FILES = ["params.yaml", "workflow"]
+WORKFLOW_FILES = ["Snakefile", "envs", "params.yaml", "workflow"]
 TARGET = "results/summary.json"  # the runs, the cells and the summary (no report: saves a minute)
 # The Snakefile's local rules: they run on the submitting host, every other job through sbatch.
 LOCAL_RULES = {"download", "baseline", "evaluate", "aggregate", "track", "summarize"}

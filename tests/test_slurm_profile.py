@@ -11,6 +11,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import yaml
 
 from reranklab.resources import PROFILES
 from tests.conftest import tool_env
@@ -30,7 +31,7 @@ RECORD = '#!/bin/sh\necho "$(basename "$0") $*" >> "$FAKE_SLURM_LOG"\n'
 
 @pytest.fixture
 def workdir(repo, tmp_path) -> Path:
-    for name in ("params.yaml", "workflow"):
+    for name in ("Snakefile", "envs", "params.yaml", "workflow"):
         (shutil.copytree if (repo / name).is_dir() else shutil.copy)(repo / name, tmp_path / name)
     return tmp_path
 
@@ -117,3 +118,31 @@ def test_gpu_jobs_are_submitted_once_with_their_gpus(workdir):
         "--executor slurm-jobstep" in wrapped
         and "--target-jobs 'train:dataset=sample,variant=pointwise,max_length=64" in wrapped
     )
+
+
+@pytest.mark.parametrize("name", ["slurm", "slurm-cpu"])
+def test_every_request_is_made_from_the_named_cluster_settings(name):
+    """Each profile's `cluster:` block names the cluster's shape; change one value there and
+    every request made from it follows (YAML anchors), so nothing is hard-coded twice."""
+    text = (PROFILES / name / "config.v8+.yaml").read_text()
+    profile = yaml.safe_load(text)
+    cluster, resources = profile["cluster"], profile["set-resources"]
+    assert profile["default-resources"]["slurm_partition"] == cluster["partition"]
+    assert profile["default-resources"]["mem_mb"] == cluster["mem_small_job_mb"]
+    assert profile["max-threads"] == cluster["cpus_per_node"]
+    for rule in ("prepare", "index", "retrieve"):
+        assert resources[rule]["mem_mb"] == cluster["mem_per_job_mb"]
+    for rule in ("train", "encode", "rerank"):
+        if name == "slurm":  # one GPU each (the rules' `gpu`), its share of a GPU node
+            assert resources[rule]["slurm_partition"] == cluster["gpu_partition"]
+            assert resources[rule]["cpus_per_gpu"] == cluster["cpus_per_gpu"]
+            assert resources[rule]["mem_mb"] == cluster["mem_per_gpu_job_mb"]
+            assert profile["set-threads"][rule] == cluster["cpus_per_gpu"]
+        else:  # no GPU: the node's CPUs
+            assert resources[rule]["gpu"] == 0 and "slurm_partition" not in resources[rule]
+            assert resources[rule]["mem_mb"] == cluster["mem_per_job_mb"]
+            assert profile["set-threads"][rule] == cluster["cpus_per_node"]
+    # Every anchored setting is read somewhere: a new value changes the requests made from it.
+    for anchor, value in re.findall(r"&(\w+) (\S+)", text):
+        changed = yaml.safe_load(text.replace(f"&{anchor} {value}", f"&{anchor} 12345", 1))
+        assert changed != {**profile, "cluster": changed["cluster"]}, anchor

@@ -535,7 +535,7 @@ def test_the_dev_curve_goes_to_mlflow_with_the_epoch_as_step():
 
 @pytest.mark.integration
 def test_the_workflow_passes_dev_inputs_only_to_jobs_that_validate(repo, tmp_path):
-    for name in ("params.yaml", "workflow", "config", "studies"):
+    for name in ("Snakefile", "envs", "params.yaml", "workflow", "config", "studies"):
         source = repo / name
         (shutil.copytree if source.is_dir() else shutil.copy)(source, tmp_path / name)
     config = {

@@ -674,7 +674,7 @@ def test_the_workflow_encodes_only_for_lite_variants(repo, tmp_path):
         [
             str(snakemake),
             "-s",
-            str(repo / "workflow" / "Snakefile"),
+            str(repo / "Snakefile"),
             "-n",
             "-p",
             "--configfile",

@@ -11,9 +11,21 @@ rule analyze:
     output:
         methods=report_item("methods.png", "methods", "Methods compared", "MAP and MRR per cell (figure)"),
         methods_html=report_item("methods.html", "methods", "Methods compared", "MAP and MRR per cell (table)"),
-        sweep=report_item("length_sweep.png", "length_sweep", "Max length", "MAP and MRR by max length (figure)"),
-        sweep_html=report_item("length_sweep.html", "length_sweep", "Max length", "MAP and MRR by max length (table)"),
-        chunking_html=report_item("chunking.html", "chunking", "Chunking", "chunked against BERTlets (table)"),
+        # Only the analyses with something to show for this grid (PLAN.analysis_outputs): no
+        # sweep of one max length, no chunking table without a chunked cell beside BERTlets.
+        **(
+            {
+                "sweep": report_item("length_sweep.png", "length_sweep", "Max length", "MAP and MRR by max length (figure)"),
+                "sweep_html": report_item("length_sweep.html", "length_sweep", "Max length", "MAP and MRR by max length (table)"),
+            }
+            if "length_sweep.png" in PLAN.analysis_outputs()
+            else {}
+        ),
+        **(
+            {"chunking_html": report_item("chunking.html", "chunking", "Chunking", "chunked against BERTlets (table)")}
+            if "chunking.html" in PLAN.analysis_outputs()
+            else {}
+        ),
         delta=report_item("query_delta.png", "query_delta", "Per query", "per-query ΔMRR, sorted (figure)"),
         delta_html=report_item("query_delta.html", "query_delta", "Per query", "per-query ΔMRR, sorted (table)"),
         length_html=report_item("by_query_length.html", "by_query_length", "Per query", "MRR by query length (table)"),
@@ -22,23 +34,11 @@ rule analyze:
         speed_html=report_item("training_speed.html", "training_speed", "Training", "batches/s per epoch (table)"),
         curves=report_item("learning_curves.png", "learning_curves", "Training", "loss and dev measure (figure)"),
         curves_html=report_item("learning_curves.html", "learning_curves", "Training", "loss and dev measure (table)"),
-        tables=[
-            f"results/report/{{dataset}}/{name}.csv"
-            for name in (
-                "methods",
-                "length_sweep",
-                "chunking",
-                "query_delta",
-                "by_query_length",
-                "by_query_type",
-                "training_speed",
-                "learning_curves",
-            )
-        ],
+        tables=[f"results/report/{{dataset}}/{name}" for name in PLAN.analysis_outputs() if name.endswith(".csv")],
     log:
         "results/logs/analyze/{dataset}.log",
     message:
-        "The papers' analyses of {wildcards.dataset}: methods, max-length sweep, chunking, per-query Δ, speed, learning curves"
+        "The papers' analyses of {wildcards.dataset} that apply to its grid: methods, max-length sweep, chunking, per-query Δ, speed, learning curves"
     params:
         out_dir=lambda w: f"results/report/{w.dataset}",
         reference=PLAN.analysis_reference(),

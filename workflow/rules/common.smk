@@ -33,8 +33,9 @@ def _cores():
 
 
 PLAN = StudyPlan(CFG, cores=_cores())
-# The conda environment (used only with --sdm conda): relative to the rule files, as Snakemake reads it.
-CONDA_ENV = "../envs/reranklab.yaml"
+# The conda environment (used only with --sdm conda): envs/ at the top, named relative to the rule
+# files (workflow/rules/), as Snakemake reads it.
+CONDA_ENV = "../../envs/reranklab.yaml"
 # The seed axis (`seeds`): per-seed paths get a `/seed<s>` part (the {seed_dir} wildcard);
 # without it they are unchanged. With it a re-ranker cell wildcard always names its seed, so
 # results/cells/<ds>/<cell>/metrics.json is made only by aggregate_seeds (rules/seeds.smk).

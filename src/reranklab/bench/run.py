@@ -39,6 +39,7 @@ from reranklab.bench.peers import (
     trainer_rerank,
     trainer_train,
 )
+from reranklab.bench.quiet import stdout_to_stderr
 from reranklab.bench.report import (
     describe_device,
     format_report,
@@ -282,7 +283,10 @@ def command(args: argparse.Namespace) -> None:
 
     names = {f.name for f in dataclasses.fields(BenchSettings)}
     settings = BenchSettings(**{k: v for k, v in vars(args).items() if k in names})
-    report = run_bench(settings, progress=sys.stderr.isatty())
+    # stdout carries the report alone (the table, or JSON a pipe can parse): what the peers'
+    # libraries print while measuring (the Trainer's metric dicts) goes to stderr.
+    with stdout_to_stderr():
+        report = run_bench(settings, progress=sys.stderr.isatty())
     if args.json == "-":
         print(report_json(report))
         return

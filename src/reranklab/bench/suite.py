@@ -38,6 +38,7 @@ from typing import Any
 
 import yaml
 
+from reranklab.bench.quiet import stdout_to_stderr
 from reranklab.bench.settings import BenchSettings
 from reranklab.errors import ConfigError
 from reranklab.io import markers
@@ -405,9 +406,11 @@ def command(args: argparse.Namespace) -> None:
     if args.from_json:
         reports = read_reports(Path(args.from_json))
     else:
-        reports = run_suite(
-            suite, json_dir=json_dir, budget_s=args.budget_s, keep_going=args.keep_going
-        )
+        # stdout carries the table alone: what the peers print while measuring goes to stderr.
+        with stdout_to_stderr():
+            reports = run_suite(
+                suite, json_dir=json_dir, budget_s=args.budget_s, keep_going=args.keep_going
+            )
     if args.reports:
         text = json.dumps(reports, indent=2, sort_keys=True, default=str)
         atomic_write_text(args.reports, text + "\n")
