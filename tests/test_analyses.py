@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from reranklab.report.analyses.query_delta import length_bucket, query_type
-from reranklab.report.analyses.run import OUTPUTS, analyze
+from reranklab.report.analyses.run import OUTPUTS, analyze, outputs
 from reranklab.report.summary import summarize
 
 QUERIES = {
@@ -92,6 +92,54 @@ def study(tmp_path: Path) -> tuple[Path, Path]:
         results, "bertlets", 128, {"loss_curve": [[1, 1.0], [5, 0.5]], "validation": validation}
     )
     return summary, results
+
+
+def test_analyses_with_nothing_to_show_are_left_out(study, tmp_path):
+    """One max length and no chunked cell: no one-point sweep, no empty chunking table, and
+    the learning curves without an empty dev panel (this toy study has dev points)."""
+    import json
+
+    summary, results = study
+    document = json.loads(summary.read_text())
+    document["rows"] = [
+        row
+        for row in document["rows"]
+        if row.get("max_length") in (None, 128) and row["variant"] != "chunked"
+    ]
+    single = results / "single.json"
+    single.write_text(json.dumps(document))
+    out = tmp_path / "single"
+    written = sorted(p.name for p in analyze(single, "toy", out, results=results))
+    assert written == sorted(outputs(["bertlets"], [128]))
+    assert not any(name.startswith(("length_sweep", "chunking")) for name in written)
+    assert not (out / "length_sweep.png").exists() and not (out / "chunking.csv").exists()
+    assert set(OUTPUTS) - set(written) == {
+        "length_sweep.png",
+        "length_sweep.csv",
+        "length_sweep.html",
+        "chunking.csv",
+        "chunking.html",
+    }
+
+
+def test_the_learning_curves_leave_out_an_empty_dev_panel(tmp_path):
+    from reranklab.report.analyses.learning_curves import learning_curves
+
+    class Row:
+        label = "pointwise-L64"
+
+    class Study:  # one trained cell whose fold logged a loss curve and no dev measure
+        def rows(self, dataset):
+            return [Row()]
+
+        def train_stats(self, row):
+            return [{"fold": "fold0", "loss_curve": [[1, 0.7], [2, 0.6]]}]
+
+    learning_curves(Study(), "toy", tmp_path)
+    from PIL import Image
+
+    with Image.open(tmp_path / "learning_curves.png") as image:
+        assert image.size == (550, 380)  # one panel (5.5 x 3.8 in at 100 dpi), not two
 
 
 def test_query_type_and_length_buckets():

@@ -376,7 +376,14 @@ def test_cli_exit_codes_out_and_json(tmp_path, summary, capsys):
     bad = _matrix(tmp_path, "expected", [_expected(value=0.30)], name="bad.yaml")
     out = tmp_path / "regression.md"
     assert _cli("regress", "--summary", str(summary), "--matrix", str(good), "--out", str(out)) == 0
-    assert "1 OK, 0 FAIL, 1 NOT RUN" in capsys.readouterr().out and "| OK |" in out.read_text()
+    # The summary's own study only: the entry of study "gpu" is left out, and the output says so.
+    printed = capsys.readouterr().out
+    assert "1 entries: 1 OK, 0 FAIL, 0 NOT RUN" in printed and "| OK |" in out.read_text()
+    assert "1 entries of other studies left out: --all-studies" in printed
+    assert "gpu" not in out.read_text()
+    args = ["regress", "--summary", str(summary), "--matrix", str(good), "--all-studies"]
+    assert _cli(*args) == 0
+    assert "2 entries: 1 OK, 0 FAIL, 1 NOT RUN" in capsys.readouterr().out
     assert _cli("regress", "--summary", str(summary), "--matrix", str(good), str(bad)) == 1
     assert (
         _cli(

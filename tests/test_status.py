@@ -3,6 +3,7 @@ steps (reranklab.progress): their text, and their way to the terminal through RE
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -13,7 +14,7 @@ import yaml
 
 from reranklab.cli import main as cli_main
 from reranklab.progress import STATUS_FD_ENV, Status, emit, set_job
-from reranklab.report.status import cell_rows, format_table
+from reranklab.report.status import cell_rows, format_table, summary_note
 from reranklab.settings.cell import Cell
 
 REPO = Path(__file__).resolve().parents[1]
@@ -76,7 +77,7 @@ def test_rows_count_the_result_files(study: Path) -> None:
 
 
 def test_table_and_cli(study: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    table = format_table(cell_rows(CELLS, study), summary_written=False)
+    table = format_table(cell_rows(CELLS, study), summary_note("toy-status", study))
     lines = table.splitlines()
     assert lines[0].split() == ["dataset", "cell", "trained", "re-ranked", "evaluated", "tracked"]
     assert lines[1].split() == ["sample", "bm25", "(first", "stage)", "-", "2/2", "2/2", "yes"]
@@ -111,6 +112,24 @@ def test_quickstart_status_before_any_run(
     assert cli_main([*args, "--configfile", str(REPO / "config/quickstart.yaml")]) == 0
     out = capsys.readouterr().out
     assert "0/" in out and "results/summary.md not written yet" in out
+
+
+def test_status_says_whose_summary_it_found(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """results/ is shared: after the quick start, `status` without --configfile asks about
+    params.yaml's study and must not call the quick start's summary that study's."""
+    results = tmp_path / "results"
+    results.mkdir()
+    (results / "summary.md").write_text("| row |\n")
+    (results / "summary.json").write_text(json.dumps({"title": "quickstart", "rows": []}))
+    args = ["status", "--params-file", str(REPO / "params.yaml"), "--root", str(tmp_path)]
+    assert cli_main(args) == 0
+    last = capsys.readouterr().out.splitlines()[-1]
+    assert "results/summary.md is study 'quickstart''s, not this one's" in last
+    assert "written" not in last
+    assert cli_main([*args, "--configfile", str(REPO / "config/quickstart.yaml")]) == 0
+    assert capsys.readouterr().out.splitlines()[-1].endswith("results/summary.md is this study's")
 
 
 def test_status_line_text_and_timing() -> None:
@@ -178,7 +197,7 @@ def test_no_descriptor_no_problem(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_the_workflow_opens_the_descriptor_outside_the_rules_text() -> None:
-    from reranklab.resources import SNAKEFILE
+    from reranklab.resources import WORKFLOW
 
-    common = (Path(SNAKEFILE).parent / "rules" / "common.smk").read_text()
+    common = (Path(WORKFLOW) / "rules" / "common.smk").read_text()
     assert 'shell.prefix("set -euo pipefail; exec 3>&2; export RERANKLAB_STATUS_FD=3; ")' in common

@@ -94,24 +94,32 @@ def _labels(extra: tuple[str, ...] = ()) -> dict[str, str]:
 
 
 def _on_demand(config: Mapping[str, Any], source: str) -> tuple[str, ...]:
-    """The ``irds:<id>`` datasets that ``config`` names (in ``datasets`` or ``protocol``)."""
+    """The datasets made on demand that ``config`` names: ``irds:<id>`` (in ``datasets`` or
+    ``protocol``), and the collections of one's own it defines under ``local`` (registered
+    here) or names that a file merged before it defined."""
     from reranklab.data import get_dataset
-    from reranklab.data.registry import on_demand_names
+    from reranklab.data.registry import local_names, on_demand_names, register_local
 
     datasets = config.get("datasets")
     protocol = config.get("protocol")
-    extra = on_demand_names(
-        [
-            *(datasets if isinstance(datasets, list) else ()),
-            *(protocol if isinstance(protocol, Mapping) else ()),
-        ]
-    )
-    for name in extra:
-        try:
+    local = config.get("local")
+    named = [
+        *(datasets if isinstance(datasets, list) else ()),
+        *(protocol if isinstance(protocol, Mapping) else ()),
+    ]
+    extra = on_demand_names(named)
+    try:
+        for name in extra:
             get_dataset(name)
-        except ConfigError as exc:
-            raise ConfigError(f"{source}: {exc}") from None
-    return extra
+        for name, entry in (local if isinstance(local, Mapping) else {}).items():
+            register_local(str(name), entry)
+    except ConfigError as exc:
+        raise ConfigError(f"{source}: {exc}") from None
+    defined = [str(n) for n in (local if isinstance(local, Mapping) else ())]
+    known = set(local_names())
+    return extra + tuple(
+        dict.fromkeys([*defined, *(n for n in named if isinstance(n, str) and n in known)])
+    )
 
 
 def validate_config(
@@ -155,6 +163,11 @@ def read_config_file(path: str | os.PathLike[str], name: str | None = None) -> d
         raise ConfigError(f"config file {name} does not exist") from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"{name}: invalid YAML: {exc}") from None
+    except UnicodeDecodeError as exc:  # a binary file, or text in another encoding
+        raise ConfigError(
+            f"{name}: not a UTF-8 text file (byte {exc.object[exc.start]:#04x}: {exc.reason});"
+            " a YAML file was expected"
+        ) from None
     if not isinstance(data, dict):
         raise ConfigError(f"{name}: expected a mapping at the top level")
     validate_config(data, source=name, complete=False)

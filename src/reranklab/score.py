@@ -20,6 +20,14 @@ tool's order instead (:mod:`reranklab.evaluation.ties`); the output names the ru
 dataset knows (:meth:`~reranklab.data.base.Dataset.run_aliases`: WikiQA's ``.ref`` numbering,
 questions 1..N by their position in the split's file, sentences 0..k-1 within the question);
 a run written wholly in it is mapped to the canonical ids.
+
+A study's own judgements need no download at all (:func:`score_with_qrels`): ``--qrels FILE``
+scores against a TREC qrels file (a study's ``results/data/<dataset>/qrels.txt``, or any), and
+``--prepared results/data/<dataset>`` against a prepared dataset folder, its ``split.json``
+giving the queries of ``--split``; ``--queries-from-run`` counts only the queries a run ranks
+(as ``trec_eval`` without ``-c``). The scoring is then the named dataset's (``--dataset``, or the
+prepared folder's dataset: a registered one, or the collection of one's own its manifest
+records), else the re-ranking papers' default.
 """
 
 from __future__ import annotations
@@ -36,9 +44,9 @@ from reranklab.errors import ConfigError, FormatError
 from reranklab.evaluation.evaluate import evaluate_run
 from reranklab.evaluation.protocol import DROP_REASONS, Scoring
 from reranklab.evaluation.ties import RULES, official_rule, untie
-from reranklab.io import Qrels, Run
+from reranklab.io import Qrels, Run, read_json, read_qrels, read_queries
 from reranklab.io.text import text_lines
-from reranklab.io.trec import TIE_SEED
+from reranklab.io.trec import EMPTY_RUN, TIE_SEED, add_score
 
 log = logging.getLogger(__name__)
 
@@ -115,12 +123,9 @@ def read_any_run(path: str | os.PathLike[str]) -> tuple[Run, str]:
             raise FormatError(path, lineno, f"score {score!r} is not a number") from None
         if not math.isfinite(value):
             raise FormatError(path, lineno, f"score {score!r} is not a finite number")
-        scores = run.setdefault(qid, {})
-        if pid in scores:
-            raise FormatError(path, lineno, f"query {qid} lists passage {pid} a second time")
-        scores[pid] = value
+        add_score(run, path, lineno, qid, pid, value)  # a pair listed twice: as `evaluate`
     if kind is None:
-        raise FormatError(path, None, "the run is empty")
+        raise FormatError(path, None, EMPTY_RUN)
     return run, kind
 
 
@@ -343,16 +348,126 @@ def score_runs(
     qids, qrels = dataset.split_judgements(raw_dir, split)
     aliases = dataset.run_aliases(raw_dir, split)
     return [
-        _score_one(path, run, kind, dataset, split, qids, qrels, aliases, scoring, tie_seed, rule)
+        _score_one(
+            path, run, kind, dataset.name, split, qids, qrels, aliases, scoring, tie_seed, rule
+        )
         for path, run, kind in read
     ]
+
+
+# -- a study's own judgements: no download -----------------------------------------------------
+
+RUN_QUERIES = "run queries"
+
+
+def prepared_judgements(folder: str | os.PathLike[str], split: str) -> tuple[list[str], Qrels]:
+    """The queries of ``split`` and the qrels of a prepared dataset folder (``results/data/<name>``).
+
+    Args:
+        folder: holds ``qrels.txt``, ``queries.tsv`` and ``split.json`` (the prepare step's).
+        split: ``train``, ``dev`` or ``test`` of its predefined split, or ``all`` (every query).
+
+    Raises:
+        ConfigError: the folder is not a prepared dataset, or has no such split.
+
+    Example:
+        >>> qids, qrels = prepared_judgements("results/data/insuranceqa", "test")  # doctest: +SKIP
+        >>> len(qids)  # doctest: +SKIP
+        100
+    """
+    folder = Path(folder)
+    missing = [n for n in ("qrels.txt", "queries.tsv", "split.json") if not (folder / n).is_file()]
+    if missing:
+        raise ConfigError(
+            f"--prepared {folder}: not a prepared dataset folder (no {', '.join(missing)}; the prepare step writes results/data/<dataset>/)"
+        )
+    qrels = read_qrels(folder / "qrels.txt")
+    if split == "all":
+        return list(read_queries(folder / "queries.tsv")), qrels
+    splits = read_json(folder / "split.json") or {}
+    if split not in splits:
+        have = ", ".join(splits) or "none: its folds are cross-validation folds, score --split all"
+        raise ConfigError(f"--prepared {folder}: no {split} split (its splits: {have})")
+    return [str(q) for q in splits[split]], qrels
+
+
+def prepared_dataset(folder: str | os.PathLike[str]) -> Dataset | None:
+    """The dataset a prepared folder (``results/data/<name>``) was made from, for its scoring:
+    a registered dataset of that name, or the collection of one's own its manifest records
+    (``local.<name>``); ``None`` when neither.
+
+    Example:
+        >>> prepared_dataset("results/data/wikiqa").name
+        'wikiqa'
+    """
+    from reranklab.data import dataset_names, get_dataset
+
+    folder = Path(folder)
+    if folder.name in dataset_names():
+        return get_dataset(folder.name)
+    manifest = folder / "raw" / "manifest.json"
+    if manifest.is_file():
+        recorded = read_json(manifest)
+        if isinstance(recorded, dict) and recorded.get("source") == "local" and "entry" in recorded:
+            return get_dataset(str(recorded["dataset"]), local=recorded["entry"])
+    return None
+
+
+def score_with_qrels(
+    runs: Sequence[str | os.PathLike[str]],
+    qrels: Qrels,
+    qids: Sequence[str] | None,
+    scoring: Scoring,
+    *,
+    name: str,
+    split: str,
+    tie_seed: int = TIE_SEED,
+    ties: str = "hash",
+) -> list[dict[str, Any]]:
+    """Score each run file against ``qrels`` (no download): what :func:`score_runs` returns.
+
+    Args:
+        runs: run files (TREC or SemEval format).
+        qrels: the judgements (e.g. ``read_qrels("results/data/wikiqa/qrels.txt")``).
+        qids: the queries that may count; ``None`` = the queries each run ranks.
+        scoring: which of them count, and the measures.
+        name: what the results call the judgements (a dataset name or the qrels file).
+        split: what the results call the queries (``test``, ``all``, ``run queries``).
+        tie_seed: seed of the tie-breaking hash.
+        ties: ``hash``, ``trec_eval`` or ``file`` (``official`` needs a dataset: resolved before).
+
+    Raises:
+        FormatError: a malformed run, or one that shares no query with ``qids``.
+
+    Example:
+        >>> import tempfile
+        >>> run = Path(tempfile.mkdtemp()) / "my.run"
+        >>> _ = run.write_text("q1 Q0 d2 1 2.0 mine\\nq1 Q0 d1 2 1.0 mine\\n")
+        >>> qrels = {"q1": {"d1": 1}, "q2": {"d3": 1}}
+        >>> from reranklab.evaluation.protocol import default_scoring
+        >>> result = score_with_qrels([run], qrels, None, default_scoring(), name="qrels", split=RUN_QUERIES)[0]
+        >>> result["queries"], result["measures"]["MAP"]
+        (1, 0.5)
+    """
+    if ties not in RULES or ties == "official":
+        raise ConfigError(f"--ties {ties!r}: with --qrels give hash, trec_eval or file")
+    results = []
+    for path in runs:
+        run, kind = read_any_run(path)
+        wanted = list(run) if qids is None else list(qids)
+        results.append(
+            _score_one(
+                str(path), run, kind, name, split, wanted, qrels, None, scoring, tie_seed, ties
+            )
+        )
+    return results
 
 
 def _score_one(
     path: str,
     run: Run,
     kind: str,
-    dataset: Dataset,
+    dataset: str,
     split: str,
     qids: list[str],
     qrels: Qrels,
@@ -363,7 +478,7 @@ def _score_one(
 ) -> dict[str, Any]:
     # An official tool's tie order is taken on the ids as the file writes them, before mapping.
     untied = untie(run, rule) if rule != "hash" else None
-    where = f"{dataset.name} {split}"
+    where = f"{dataset} {split}"
     run, numbering, ignored = canonical_ids(run, path, qids, aliases, where)
     result = evaluate_run(run, qrels, qids, scoring=scoring, tie_seed=tie_seed)
     if untied is not None:
@@ -374,7 +489,7 @@ def _score_one(
         result["ties"] = tied
     return {
         "run": path,
-        "dataset": dataset.name,
+        "dataset": dataset,
         "split": split,
         "scoring": scoring.name,
         "format": kind,
@@ -413,7 +528,8 @@ def format_text(result: dict[str, Any], scoring: Scoring | None = None) -> str:
         lines.append(f"  {'dropped':16s} {n}: {DROP_REASONS.get(reason, reason)}")
     if result.get("missing"):
         lines.append(
-            f"  {'not in the run':16s} {result['missing']} of the counted queries (they score 0)"
+            f"  {'not in the run':16s} {result['missing']} of the counted queries (they score 0;"
+            " --queries-from-run counts only the run's queries)"
         )
     if result["ignored"]:
         lines.append(

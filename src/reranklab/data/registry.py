@@ -1,11 +1,17 @@
-"""The dataset registry: one module per dataset registers one instance here."""
+"""The dataset registry: one module per dataset registers one instance here.
+
+Datasets made on demand are kept here too: an ir_datasets id (``irds:<id>``, made from its name)
+and a collection of one's own (``local.<name>`` of a config, :func:`register_local`).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from reranklab.data.base import Dataset
 from reranklab.data.irds import IRDS_PREFIX, IrdsDataset
+from reranklab.data.local import LocalDataset
 from reranklab.errors import ConfigError
 
 _DATASETS: dict[str, Dataset] = {}
@@ -22,13 +28,42 @@ def register_dataset(dataset_cls: type[Dataset]) -> type[Dataset]:
     return dataset_cls
 
 
-def get_dataset(name: str) -> Dataset:
-    """The dataset called ``name``: a registered one, or an ir_datasets id ``irds:<id>``.
+def register_local(name: str, entry: Mapping[str, Any] | Any) -> Dataset:
+    """Make the collection of one's own ``local.<name>`` a dataset, replacing an earlier
+    entry of that name (each config that defines it registers it again).
 
     Raises:
-        ConfigError: an unknown name (the known ones are listed), or an ``irds:`` id that
-            ir_datasets lacks (or without ir_datasets installed).
+        ConfigError: a wrong entry (naming its key), or the name of a built-in dataset.
+
+    Example:
+        >>> entry = {"queries": "q.tsv", "passages": "p.tsv", "qrels": "r.txt", "title": "FAQ"}
+        >>> register_local("doctest-faq", entry).label
+        'FAQ'
     """
+    _load_builtin()
+    if name in _DATASETS or name.startswith(IRDS_PREFIX):
+        raise ConfigError(
+            f"local.{name}: {name!r} is the name of a built-in dataset; give the collection a name of its own"
+        )
+    _ON_DEMAND[name] = LocalDataset(name, entry)
+    return _ON_DEMAND[name]
+
+
+def local_names() -> tuple[str, ...]:
+    """The collections of one's own registered so far in this process."""
+    return tuple(n for n, d in _ON_DEMAND.items() if isinstance(d, LocalDataset))
+
+
+def get_dataset(name: str, local: Mapping[str, Any] | None = None) -> Dataset:
+    """The dataset called ``name``: a registered one, an ir_datasets id ``irds:<id>``, or a
+    collection of one's own (registered from its entry, here ``local``, or before).
+
+    Raises:
+        ConfigError: an unknown name (the known ones are listed), an ``irds:`` id that
+            ir_datasets lacks (or without ir_datasets installed), or a wrong ``local`` entry.
+    """
+    if local is not None:
+        return register_local(name, local)
     if name.startswith(IRDS_PREFIX):
         if name not in _ON_DEMAND:
             _ON_DEMAND[name] = IrdsDataset(name)
@@ -37,9 +72,12 @@ def get_dataset(name: str) -> Dataset:
     try:
         return _DATASETS[name]
     except KeyError:
+        if name in _ON_DEMAND:
+            return _ON_DEMAND[name]
         raise ConfigError(
             f"unknown dataset {name!r}; known datasets: {', '.join(sorted(_DATASETS))}"
-            f" (or any ir_datasets id as {IRDS_PREFIX}<id>)"
+            f" (or any ir_datasets id as {IRDS_PREFIX}<id>, or a collection of one's own defined"
+            " under local.<name>)"
         ) from None
 
 
@@ -60,7 +98,7 @@ def on_demand_names(names: Iterable[object]) -> tuple[str, ...]:
 
 
 # Modules of reranklab.data that hold no dataset (helpers start with "_" and are skipped too).
-_NOT_DATASETS = frozenset({"base", "download", "irds", "listing", "registry"})
+_NOT_DATASETS = frozenset({"base", "download", "irds", "listing", "local", "registry"})
 _loaded = False
 
 

@@ -13,6 +13,8 @@ import pandas as pd
 from reranklab.io import atomic_path, atomic_write_text
 
 TABLES = ("length_sweep.csv", "query_delta.csv")
+# The columns of a table no dataset wrote (a study without a sweep), for DVC's plot templates.
+HEADERS = {"length_sweep.csv": ["dataset", "variant", "max_length", "MAP", "MRR"]}
 FIGURES = ("methods.png", "length_sweep.png", "query_delta.png", "ap_distribution.png")
 
 
@@ -26,12 +28,23 @@ def collect_plots(report_dirs: Mapping[str, Path], out_dir: Path) -> list[Path]:
     written = []
     (out_dir / "figures").mkdir(parents=True, exist_ok=True)
     for name in TABLES:
-        frames = [pd.read_csv(folder / name) for folder in report_dirs.values()]
-        table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+        # A study with one max length has no sweep: the DVC plot gets the header alone.
+        frames = [
+            pd.read_csv(folder / name)
+            for folder in report_dirs.values()
+            if (folder / name).is_file()
+        ]
+        table = (
+            pd.concat(frames, ignore_index=True)
+            if frames
+            else pd.DataFrame(columns=HEADERS.get(name, []))
+        )
         atomic_write_text(out_dir / name, table.to_csv(index=False, lineterminator="\n"))
         written.append(out_dir / name)
     for dataset, folder in report_dirs.items():
         for figure in FIGURES:
+            if not (folder / figure).is_file():
+                continue  # an analysis with nothing to show for this grid (one max length)
             target = out_dir / "figures" / f"{dataset.replace('/', '_')}-{figure}"
             with atomic_path(target) as temporary:
                 shutil.copyfile(folder / figure, temporary)

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from reranklab.io import read_json
 from reranklab.settings.cell import Cell
 
 STEPS = ("trained", "re-ranked", "evaluated", "tracked")
@@ -112,8 +113,10 @@ def _row(root: Path, cell: Cell, folds: int, now: float) -> Row:
     return row
 
 
-def format_table(rows: Sequence[Row], summary_written: bool | None = None) -> str:
-    """The rows as an aligned text table, one line per row, its status note under it.
+def format_table(rows: Sequence[Row], summary_note: str | None = None) -> str:
+    """The rows as an aligned text table, one line per row, its status note under it, then (with
+    ``summary_note``, see :func:`summary_note`) how many rows are complete and what the study's
+    summary file is.
 
     Example:
         >>> row = Row(Cell("sample", "pointwise", 64), 2, {"trained": 2, "re-ranked": 1, "evaluated": 1, "tracked": 0})
@@ -143,17 +146,41 @@ def format_table(rows: Sequence[Row], summary_written: bool | None = None) -> st
         out.append("  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)).rstrip())
         if i in notes:
             out.append(f"  now: {notes[i]}")
-    if summary_written is not None:
+    if summary_note is not None:
         done = sum(row.complete for row in rows)
-        out.append(
-            f"{done}/{len(rows)} rows complete; results/summary.md "
-            + ("written" if summary_written else "not written yet")
-        )
+        out.append(f"{done}/{len(rows)} rows complete; {summary_note}")
     return "\n".join(out)
 
 
-def study_status(title: str, cells: Sequence[tuple[Cell, int]], root: str | Path = ".") -> str:
-    """The status table of a study's ``cells`` under ``root`` (see :func:`cell_rows`)."""
-    root = Path(root)
+def summary_note(study: str, root: str | Path = ".") -> str:
+    """What ``results/summary.md`` under ``root`` is: missing, this study's, or another's.
+
+    ``results/`` is shared by every study run in the folder: the summary there may be the quick
+    start's while ``params.yaml``'s study is asked about, so say whose it is (its
+    ``summary.json`` names the study), never that it belongs to the study shown.
+
+    Example:
+        >>> summary_note("quickstart", "/nowhere")
+        'results/summary.md not written yet'
+    """
+    results = Path(root) / "results"
+    if not (results / "summary.md").is_file():
+        return "results/summary.md not written yet"
+    try:
+        title = read_json(results / "summary.json").get("title")
+    except (OSError, ValueError, AttributeError):
+        title = None
+    if title is None:
+        return "results/summary.md exists (no results/summary.json says which study wrote it)"
+    if title == study:
+        return "results/summary.md is this study's"
+    return (
+        f"results/summary.md is study {title!r}'s, not this one's "
+        "(that study's --configfile shows its rows)"
+    )
+
+
+def study_status(study: str, cells: Sequence[tuple[Cell, int]], root: str | Path = ".") -> str:
+    """The status table of study ``study``'s ``cells`` under ``root`` (see :func:`cell_rows`)."""
     rows = cell_rows(cells, root)
-    return f"{title}\n{format_table(rows, (root / 'results' / 'summary.md').is_file())}"
+    return f"study {study!r}\n{format_table(rows, summary_note(study, root))}"

@@ -80,9 +80,13 @@ class JobSpec(BaseModel):
 
 
 class DatasetSpec(JobSpec):
-    """``download`` and ``prepare``: the dataset's options (``protocol.<dataset>.options``)."""
+    """``download`` and ``prepare``: the dataset's options (``protocol.<dataset>.options``);
+    for a collection of one's own, its ``local.<name>`` entry and each file's size and
+    modification time (``stamps``: a changed file re-runs the jobs)."""
 
     options: dict[str, Any] = Field(default_factory=dict)
+    local: dict[str, Any] | None = None
+    stamps: dict[str, str] | None = None
 
 
 class IndexSpec(JobSpec):

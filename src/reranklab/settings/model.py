@@ -38,6 +38,7 @@ from reranklab.settings.base import DatasetOptions, Keyed, Section, distinct_lis
 from reranklab.settings.cell import VARIANT
 from reranklab.settings.elasticsearch import EsSettings
 from reranklab.settings.errors import config_error, dotted
+from reranklab.settings.local import LOCAL_NAME, LocalBlock
 from reranklab.settings.protocol import Protocol, protocol_model
 from reranklab.settings.sources import ALIAS_BASE
 from reranklab.settings.variant import VariantSettings
@@ -371,7 +372,8 @@ def _grid_model(names: list[str]) -> type[Section]:
 
 
 def _protocols_model(datasets: tuple[DatasetEntry, ...]) -> type[Keyed]:
-    """``protocol``: one block per registered dataset, overriding its own protocol."""
+    """``protocol``: one block per registered dataset, overriding its own protocol (and, in the
+    model, one per collection of one's own that the config defines under ``local``)."""
     return _keyed(
         "Protocols",
         "dataset",
@@ -383,6 +385,22 @@ def _protocols_model(datasets: tuple[DatasetEntry, ...]) -> type[Keyed]:
             for entry in datasets
         },
     )
+
+
+def _dataset_name_schema(datasets: tuple[DatasetEntry, ...]) -> dict[str, Any]:
+    # The schema names what the model checks on the merged config: a registered dataset, an
+    # ir_datasets id, or a collection that `local` defines (maybe in another file).
+    return {
+        "anyOf": [
+            {"type": "string", "enum": [entry.name for entry in datasets]},
+            {"type": "string", "pattern": "^irds:.+", "description": "an ir_datasets id"},
+            {
+                "type": "string",
+                "pattern": LOCAL_NAME,
+                "description": "a collection of one's own defined under `local`",
+            },
+        ]
+    }
 
 
 def _study_fields(datasets: tuple[DatasetEntry, ...]) -> dict[str, Any]:
@@ -411,10 +429,23 @@ def _study_fields(datasets: tuple[DatasetEntry, ...]) -> dict[str, Any]:
             ),
         ),
         "datasets": (
-            distinct_list(registered("dataset", [entry.name for entry in datasets])),
+            distinct_list(
+                Annotated[
+                    registered("dataset", [entry.name for entry in datasets]),
+                    WithJsonSchema(_dataset_name_schema(datasets)),
+                ]
+            ),
             Field(
                 ["sample"],
-                description="Datasets of the grid (registered names; `reranklab datasets` lists them).",
+                description="Datasets of the grid: registered names (`reranklab datasets` lists them), ir_datasets ids (irds:<id>) and collections of one's own defined under `local`.",
+            ),
+        ),
+        "local": (
+            LocalBlock,
+            Field(
+                default_factory=LocalBlock,
+                description="Collections of one's own, keyed by the name `datasets` gives them: {queries, passages, qrels, splits, first_stage_run, title, scoring} (files as TSV, JSONL or Parquet; paths relative to the working directory); `protocol.<name>` tunes each one's protocol as for any dataset.",
+                json_schema_extra=SECTION_DEFAULT,
             ),
         ),
     }

@@ -178,7 +178,12 @@ class StudyPlan:
     # -- specs of the data and first-stage steps -------------------------------------------------
 
     def dataset_spec(self, w: Any) -> str:
-        return DatasetSpec(options=self.protocol(w.dataset)["options"]).to_json()
+        from reranklab.data import get_dataset
+
+        # A collection of one's own (local.<name>) also passes its entry and its files' stamps.
+        job_fields = getattr(get_dataset(w.dataset), "job_fields", None)
+        local = job_fields() if job_fields else {}
+        return DatasetSpec(options=self.protocol(w.dataset)["options"], **local).to_json()
 
     def mirror_option(self) -> str:
         mirror = self.config["data"].get("mirror")
@@ -461,11 +466,19 @@ class StudyPlan:
     def report_dirs(self) -> list[str]:
         return [f"results/report/{d}" for d in self.datasets]
 
+    def analysis_outputs(self) -> tuple[str, ...]:
+        """The analyses' files for this grid: those with something to show (no length sweep
+        of one max length, no chunking table without a chunked cell)."""
+        from reranklab.report.analyses.run import outputs
+
+        grid = self.config["grid"]
+        return outputs(grid["variant"], grid["max_length"])
+
     def analysis_files(self) -> list[str]:
         """Every figure and table of the analyses, for each dataset of the study."""
-        from reranklab.report.analyses.run import OUTPUTS
-
-        return [f"results/report/{d}/{name}" for d in self.datasets for name in OUTPUTS]
+        return [
+            f"results/report/{d}/{name}" for d in self.datasets for name in self.analysis_outputs()
+        ]
 
     def report_pages(self) -> list[str]:
         return [f"results/report/{page}.html" for page in REPORT_PAGES]

@@ -1,5 +1,11 @@
 """``reranklab regress``: grade finished studies against the reproduction matrix and the papers'
-claims (OK / FAIL / NOT RUN), as text, JSON, a Markdown file or the README's tables."""
+claims (OK / FAIL / NOT RUN), as text, JSON, a Markdown file or the generated pages' tables.
+
+A summary is graded on its own study's entries and claims (the quick start's on the quick
+start's): the other papers' entries, which it cannot run, are left out unless ``--all-studies``
+asks for them. Without any summary the whole matrix is listed (as NOT RUN). The generated pages
+(``--readme``, ``--docs``) always show every study.
+"""
 
 from __future__ import annotations
 
@@ -39,6 +45,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="the papers' findings to grade (default: studies/claims.yaml, here or in the package)",
     )
     parser.add_argument("--no-claims", action="store_true", help="grade the numbers only")
+    parser.add_argument(
+        "--all-studies",
+        action="store_true",
+        help="grade every study of the matrix and the claims, not only the studies of the given "
+        "summaries (those of other studies are NOT RUN)",
+    )
     _add_outputs(parser)
 
 
@@ -46,8 +58,15 @@ def _add_outputs(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--readme",
         default=None,
-        help="rewrite the matrix, claims and quick-start tables between this file's "
-        "regress:matrix, regress:claims and regress:quickstart markers (README.md)",
+        help="rewrite the generated tables of this file (README.md: the quick start's) between "
+        "its regress:quickstart, regress:matrix and regress:claims markers; implies --all-studies",
+    )
+    parser.add_argument(
+        "--docs",
+        default=None,
+        metavar="DIR",
+        help="rewrite the generated tables of the Markdown pages under DIR (docs/: the matrix and "
+        "the findings) between their regress:* markers; implies --all-studies",
     )
     parser.add_argument(
         "--out",
@@ -74,16 +93,52 @@ def run(args: argparse.Namespace) -> None:
         # No summary given: grade the default one if the study ran, else print the matrix as NOT RUN.
         summaries = [regress.DEFAULT_SUMMARY] if Path(regress.DEFAULT_SUMMARY).is_file() else []
     evidence = load_evidence(summaries)
+    pages = _pages(args)
     entries = [entry for path in matrix for entry in regress.load_matrix(path)]
-    grades = regress.grade(entries, evidence.rows, study=args.study)
+    # The run's own studies, unless asked for others (or nothing ran: then the matrix is listed).
+    own = (
+        regress.studies_run(evidence.rows)
+        if evidence.rows and args.study is None and not args.all_studies and not pages
+        else None
+    )
+    scoped = entries if own is None else regress.of_studies_run(entries, evidence.rows)
+    grades = regress.grade(scoped, evidence.rows, study=args.study)
     graded_claims = _grade_claims(args, evidence)
+    if own is not None:
+        graded_claims = [g for g in graded_claims if g.study in own]
     _print(args, grades, graded_claims)
+    if own is not None and len(scoped) < len(entries) and not args.json:
+        print(
+            f"(graded the entries of {', '.join(own)}; {len(entries) - len(scoped)} entries of "
+            "other studies left out: --all-studies grades the whole matrix)"
+        )
     if args.out:
         _write_markdown(args.out, grades, graded_claims)
-    if args.readme:
-        _rewrite_readme(Path(args.readme), grades, graded_claims, evidence)
+    for page in pages:
+        _rewrite_page(page, grades, graded_claims, evidence)
     if regress.counts(grades)[regress.FAIL] and not args.exit_zero:
         raise SystemExit(1)
+
+
+def _pages(args: argparse.Namespace) -> list[Path]:
+    """The files whose generated tables to rewrite: --readme, and the pages under --docs that hold
+    a regress marker."""
+    from reranklab.errors import ConfigError
+
+    pages = [Path(args.readme)] if args.readme else []
+    if args.docs:
+        folder = Path(args.docs)
+        if not folder.is_dir():
+            raise ConfigError(f"--docs {folder}: not a folder")
+        found = sorted(
+            path for path in folder.rglob("*.md") if _sections(path.read_text(encoding="utf-8"))
+        )
+        if not found:
+            raise ConfigError(
+                f"--docs {folder}: no Markdown page holds a <!-- regress:... --> marker"
+            )
+        pages += found
+    return pages
 
 
 def _grade_claims(args: argparse.Namespace, evidence: Any) -> list:
@@ -125,23 +180,49 @@ def _write_markdown(out: str, grades: list, graded_claims: list) -> None:
     log.info("regression report written to %s", out)
 
 
-def _rewrite_readme(readme: Path, grades: list, graded_claims: list, evidence: Any) -> None:
-    """Replace the README's matrix, claims and quick-start tables between their markers."""
+SECTIONS = ("regress:quickstart", "regress:matrix", "regress:claims")
+"""The generated sections a page may hold, each between its start and end markers."""
+
+
+def _sections(text: str) -> list[str]:
+    """The generated sections whose start marker stands on a line of its own in ``text`` (a page
+    that only mentions a marker in its prose holds none)."""
+    lines = {line.strip() for line in text.splitlines()}
+    return [name for name in SECTIONS if f"<!-- {name}:start -->" in lines]
+
+
+def _rewrite_page(page: Path, grades: list, graded_claims: list, evidence: Any) -> None:
+    """Replace the generated tables of ``page`` that it has markers for (at least one)."""
+    from reranklab.errors import ConfigError
     from reranklab.io import atomic_write_text, markers
-    from reranklab.report import claims, regress
+    from reranklab.report import regress
     from reranklab.report.quickstart_table import format_quickstart
 
-    text = markers.replace_section(
-        readme.read_text(encoding="utf-8"),
-        "regress:matrix",
-        regress.format_readme(grades),
-        readme,
-    )
-    if graded_claims:
-        table = claims.format_markdown(graded_claims, title=None)
-        text = markers.replace_section(text, "regress:claims", table, readme)
-    quickstart = format_quickstart(evidence)
-    if quickstart:
-        text = markers.replace_section(text, "regress:quickstart", quickstart, readme)
-    atomic_write_text(readme, text)
-    log.info("the matrix and claims tables of %s rewritten", readme)
+    text = page.read_text(encoding="utf-8")
+    present = _sections(text)
+    if not present:
+        raise ConfigError(
+            f"{page}: holds none of the generated sections ({', '.join(SECTIONS)}): needs a line "
+            "<!-- <section>:start --> and, after it, one line <!-- <section>:end -->"
+        )
+    tables = {
+        "regress:matrix": regress.format_readme(grades),
+        "regress:claims": _claims_section(graded_claims, evidence) if graded_claims else None,
+        "regress:quickstart": format_quickstart(evidence),
+    }
+    for name in present:
+        if tables[name]:  # no claims graded, no quick start given: the section is left as it is
+            text = markers.replace_section(text, name, tables[name], page)
+    atomic_write_text(page, text)
+    log.info("the generated tables of %s rewritten (%s)", page, ", ".join(present))
+
+
+def _claims_section(graded_claims: list, evidence: Any) -> str:
+    """The claims table, after the sentence that says what they were graded on (the studies'
+    encoder, data, training and seeds, read from the rows: claims.describe_evidence, where the
+    claims module has it)."""
+    from reranklab.report import claims
+
+    table = claims.format_markdown(graded_claims, title=None)
+    describe = getattr(claims, "describe_evidence", None)
+    return table if describe is None else f"{describe(graded_claims, evidence)}\n\n{table}"

@@ -39,4 +39,4 @@ def run(args: argparse.Namespace) -> None:
             if ds == dataset
             for seed in config.get("seeds") or [None]
         ]
-    print(study_status(f"study {config['study']!r}", cells, args.root))
+    print(study_status(config["study"], cells, args.root))

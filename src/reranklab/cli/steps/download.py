@@ -31,7 +31,7 @@ def run(args: argparse.Namespace) -> None:
     from reranklab.data.download import fetch_dataset, resolve_mirror
 
     mirror = resolve_mirror(args.mirror, args.config_mirror)
-    dataset = get_dataset(args.dataset)
+    dataset = get_dataset(args.dataset, local=args.spec.local if args.spec else None)
     if hasattr(dataset, "fetch"):  # irds:<id>: ir_datasets downloads into its own cache
         manifest = dataset.fetch(Path(args.out_dir), _options(args))
         log.info("download %s: %s", args.dataset, ", ".join(manifest["fetched"]))

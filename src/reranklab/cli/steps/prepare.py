@@ -32,5 +32,6 @@ def run(args: argparse.Namespace) -> None:
     from reranklab.data import get_dataset
 
     options = dict(args.spec.options) if args.spec else {}
-    stats = get_dataset(args.dataset).prepare(args.raw_dir, args.out_dir, options)
+    dataset = get_dataset(args.dataset, local=args.spec.local if args.spec else None)
+    stats = dataset.prepare(args.raw_dir, args.out_dir, options)
     log.info("prepared %s: %s", args.dataset, json.dumps(stats, sort_keys=True))

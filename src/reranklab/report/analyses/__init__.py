@@ -17,5 +17,7 @@ module                        what (paper)
 :mod:`.ap_distribution`       the distribution of per-query AP per cell (every study)
 ============================  ================================================================
 
-:func:`~.run.analyze` runs them all; ``reranklab analyze`` is its command.
+:func:`~.run.analyze` runs those with something to show for the study's grid (no sweep of one
+max length, no chunking table without a chunked cell: :func:`~.run.outputs`); ``reranklab
+analyze`` is its command.
 """

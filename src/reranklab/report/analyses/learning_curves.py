@@ -12,7 +12,8 @@ from reranklab.report.analyses.study import StudyData
 
 
 def learning_curves(study: StudyData, dataset: str, out_dir: Path) -> list[Path]:
-    """``learning_curves.png`` (loss | dev measure) and ``learning_curves.csv`` (long form)."""
+    """``learning_curves.png`` (loss, and the dev measure beside it where the study validated on
+    dev) and ``learning_curves.csv`` (long form)."""
     records = []
     for row in study.rows(dataset):
         for stats in study.train_stats(row):
@@ -42,28 +43,23 @@ def learning_curves(study: StudyData, dataset: str, out_dir: Path) -> list[Path]
                         }
                     )
     table = pd.DataFrame(records, columns=["cell", "fold", "kind", "step", "epoch", "value"])
-    figure, (loss_axes, dev_axes) = new_figure(10.0, 3.8, panels=2)
+    dev = table[table["kind"] != "loss"]
+    # The dev panel only where the study validated on dev (training.validation): an empty panel
+    # says nothing a reader needs.
+    figure, panels = new_figure(10.0 if len(dev) else 5.5, 3.8, panels=2 if len(dev) else 1)
+    loss_axes, dev_axes = panels if len(dev) else (panels, None)
     for (cell, fold), group in table[table["kind"] == "loss"].groupby(["cell", "fold"]):
         loss_axes.plot(group["step"], group["value"], label=f"{cell} {fold}")
     loss_axes.set_xlabel("step")
     loss_axes.set_ylabel("training loss (mean of the window)")
     loss_axes.set_title(f"{dataset}: training loss")
-    dev = table[table["kind"] != "loss"]
-    for (cell, fold, kind), group in dev.groupby(["cell", "fold", "kind"]):
-        dev_axes.plot(group["epoch"], group["value"], marker="o", label=f"{cell} {fold} {kind}")
-    dev_axes.set_xlabel("epoch")
-    dev_axes.set_title(f"{dataset}: dev measure per epoch")
-    if dev.empty:
-        dev_axes.text(
-            0.5,
-            0.5,
-            "no dev validation in this study\n(training.validation)",
-            ha="center",
-            va="center",
-            transform=dev_axes.transAxes,
-        )
+    if dev_axes is not None:
+        for (cell, fold, kind), group in dev.groupby(["cell", "fold", "kind"]):
+            dev_axes.plot(group["epoch"], group["value"], marker="o", label=f"{cell} {fold} {kind}")
+        dev_axes.set_xlabel("epoch")
+        dev_axes.set_title(f"{dataset}: dev measure per epoch")
     for axes in (loss_axes, dev_axes):
-        if axes.get_legend_handles_labels()[0]:
+        if axes is not None and axes.get_legend_handles_labels()[0]:
             axes.legend(fontsize=7)
     return [
         save_figure(figure, out_dir / "learning_curves.png"),
