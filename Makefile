@@ -1,32 +1,49 @@
 # Two entry points for a fresh machine (see README):
 #   make quickstart   install, then run the offline quick-start study (CPU, minutes)
 #   make regress      the quick start, graded against studies/*.yaml (fails on a FAIL line)
-#   make readme-tables  the README's quick-start, matrix and claims tables, from studies/results/
+#   make readme-tables  the generated tables: README's quick start, docs/'s matrix and findings
+#   make docs         the documentation site (docs/, mkdocs.yml) into site/, offline, strict
 #   make quickstart-record  the quick start from scratch, timed and recorded for the README
 #   make test         install, then run the test suite
 #   make minilm-studies  the papers' studies with MiniLM on CPU, recorded in studies/results/minilm-cpu/
 PYTHON ?= python3
 VENV := .venv
 BIN := $(CURDIR)/$(VENV)/bin
-# torch first, pinned: on CPU-only machines this is the CPU wheel; an unpinned torch pulls GBs of CUDA.
-TORCH ?= torch==2.13.0
+# Every package pinned with its hashes (all extras; torch: the CPU build): `make lock` writes it.
+LOCK := requirements/lock.txt
 CORES ?= 2
 export PATH := $(BIN):$(PATH)
 export HF_HUB_OFFLINE := 1
 export HF_HUB_DISABLE_PROGRESS_BARS := 1
 export DVC_NO_ANALYTICS := 1
 
-.PHONY: install quickstart quickstart-record quickstart-seeds regress readme-tables dvc-lock test lint clean
+.PHONY: install lock quickstart quickstart-record quickstart-seeds regress readme-tables docs dvc-lock test lint clean
 
-$(VENV)/.installed: pyproject.toml
+# The locked set exactly (pip refuses a file whose hash is not in the lock), then reranklab
+# itself without resolving anything again: the same versions on every machine.
+$(VENV)/.installed: pyproject.toml $(LOCK)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet "$(TORCH)"
-	echo "$(TORCH)" > $(VENV)/constraints.txt
-	$(BIN)/pip install --quiet -c $(VENV)/constraints.txt -e ".[test,insuranceqa]"
+	$(BIN)/pip install --quiet --require-hashes -r $(LOCK)
+	$(BIN)/pip install --quiet --no-deps -e .
 	touch $@
 
 install: $(VENV)/.installed
+
+# Refresh requirements/lock.txt after changing a dependency in pyproject.toml (tests/test_lock.py
+# fails until then): uv resolves pyproject.toml with all its extras and requirements/lock.in for
+# Python 3.11+ on every platform (markers where they differ), keeping the versions already locked
+# where they still fit (`make lock LOCK_UPGRADE=--upgrade`: the newest). uv reads no pip
+# configuration: LOCK_SOURCES names where torch's CPU wheel is (here /opt/wheels).
+UV ?= uv==0.13.9
+LOCK_SOURCES ?= $(if $(wildcard /opt/wheels),--find-links /opt/wheels,--find-links https://download.pytorch.org/whl/cpu/torch/)
+LOCK_UPGRADE ?=
+lock:
+	test -x $(VENV)/tools/bin/pip || $(PYTHON) -m venv $(VENV)/tools
+	$(VENV)/tools/bin/pip install --quiet "$(UV)"
+	$(VENV)/tools/bin/uv pip compile pyproject.toml requirements/lock.in --all-extras --universal \
+	  --python-version 3.11 --generate-hashes $(LOCK_SOURCES) $(LOCK_UPGRADE) \
+	  --custom-compile-command "make lock" --quiet -o $(LOCK)
 
 quickstart: install
 	$(BIN)/snakemake --cores $(CORES) --resources gpu=1 --configfile config/quickstart.yaml
@@ -62,19 +79,26 @@ quickstart-seeds: install
 regress: quickstart
 	$(BIN)/reranklab regress --summary results/summary.json --out results/regression.md
 
-# The README's matrix and claims tables, graded from the recorded results (studies/results/*/*):
-# written by the command, never by hand (a test checks that they are current).
+# The generated tables, graded from the recorded results (studies/results/*/*): the README's
+# quick start, docs/'s matrix and findings; then docs/reference/ (settings from the schema, the
+# CLI from --help). Written by the commands, never by hand (tests/test_docs.py checks them).
 RECORDED := $(sort $(wildcard studies/results/*/*/summary.json))
 readme-tables: install
-	$(BIN)/reranklab regress --summary $(dir $(RECORDED)) --readme README.md --exit-zero > /dev/null
+	$(BIN)/reranklab regress --summary $(dir $(RECORDED)) --readme README.md --docs docs --exit-zero > /dev/null
+	$(BIN)/reranklab docs-reference --out docs/reference
+
+# The documentation site, built offline into site/; --strict: a broken link or anchor fails.
+docs: install
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
 
 # The papers' findings checked with the packaged MiniLM on CPU (studies/minilm/README.md): each
 # study in its own fresh folder made by `reranklab init` (MINILM_WORK/<paper>, under the ignored
 # results/), timed, then recorded in studies/results/minilm-cpu/<paper>/ for `reranklab regress`.
-# bertdmn2021 reads InsuranceQA's V2 files: set RERANKLAB_MIRROR to a folder holding them
-# (e.g. ../shared/datasets) or have network; the others use the insuranceqa_data package.
-# One study alone: make minilm-bertdmn2021 (or -markedbert2020, -monobert2019, -mass2019).
-MINILM_STUDIES := bertdmn2021 markedbert2020 monobert2019 mass2019
+# bertdmn2021 reads InsuranceQA's V2 files, bertsel2020 WikiQA and TrecQA: set RERANKLAB_MIRROR to
+# a folder holding them (e.g. ../shared/datasets) or have network; the others use the
+# insuranceqa_data package. About 7 h on 2 idle cores, 3 seeds each (studies/minilm/README.md).
+# One study alone: make minilm-bertdmn2021 (or -markedbert2020, -monobert2019, -mass2019, -bertsel2020).
+MINILM_STUDIES := bertdmn2021 markedbert2020 monobert2019 mass2019 bertsel2020
 MINILM_TARGETS := $(addprefix minilm-,$(MINILM_STUDIES))
 MINILM_WORK ?= $(CURDIR)/results/minilm
 MINILM_OUT := studies/results/minilm-cpu

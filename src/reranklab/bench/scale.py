@@ -161,6 +161,7 @@ def _ours_retrieve(spec: dict[str, Any]) -> dict[str, Any]:
         "search_s": round(time.perf_counter() - started, 2),
         "search_cpu_s": round(cpu_seconds() - cpu, 2),
         "scoring_s": stats["scoring_s"],
+        "open_s": stats["open_s"],
         "candidates": stats["candidates"],
     }
 
@@ -454,6 +455,11 @@ def format_index_report(report: dict[str, Any]) -> str:
             )
             note = (
                 f"{row['scorer']}; warm-up {row['warm_up_s']} s"
+                + (
+                    f"; open {row['open_s']} s, scoring {row['scoring_s']} s"
+                    if "open_s" in row
+                    else ""
+                )
                 if row["step"] == "retrieve"
                 else f"vocabulary {row['vocabulary']:,}"
             )

@@ -10,10 +10,18 @@ The top ``depth`` never depends on bm25s' own order among equal scores (its numb
 top-k keep different passages of a tie): each query is searched deep enough to hold every
 passage tied with the one at rank ``depth``, then ranked by (-score, the seeded hash of (qid,
 pid)) and cut, as :func:`reranklab.io.write_run` orders a run.
+
+At scale (1,000 queries x top 1,000 over millions of passages, ``reranklab bench-data index``)
+the Python around bm25s' kernels mattered as much as the kernels: the queries' terms are looked
+up in the index's terms file (Arrow, memory-mapped) rather than by reading its JSON vocabulary,
+only tied passages are hashed (the prefix hash copied per pid), and each query's lines are
+written at once, a score's ``repr`` computed once per distinct score. The run file is the same
+byte for byte (tests/test_scale_retrieval.py).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -26,10 +34,16 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from reranklab.errors import FormatError, ReranklabError
-from reranklab.io import Run, atomic_path, atomic_write_text, tie_key
+from reranklab.io import Run, atomic_path, atomic_write_text
+from reranklab.io.trec import TIE_SEED
 from reranklab.retrieval.analyzer import Analyzer
 from reranklab.retrieval.base import Retriever
-from reranklab.retrieval.streamed_index import PIDS_FILE, build_streamed_index
+from reranklab.retrieval.streamed_index import (
+    PIDS_FILE,
+    TERMS_FILE,
+    build_streamed_index,
+    read_terms,
+)
 
 SETTINGS_FILE = "reranklab.json"
 INDEX_FORMAT = 2  # 1: bm25s' own save + pids.json, built from an in-memory {pid: text}
@@ -70,6 +84,8 @@ class Bm25sRetriever(Retriever):
     scorer: str = "auto"
     scoring_seconds: float = 0.0
     """Wall seconds the last search spent in bm25s' scoring and top-k (the rest is Python)."""
+    open_seconds: float = 0.0
+    """Wall seconds the last search spent opening the index (mostly reading its vocabulary)."""
 
     def _threads(self) -> int:
         return int(self.threads or 0) or available_cores()
@@ -107,7 +123,7 @@ class Bm25sRetriever(Retriever):
         return stats
 
     def _open(self, index_dir: Path, queries: int):
-        """(bm25s model memory-mapped, pids memory-mapped) of a built index."""
+        """(bm25s model memory-mapped, its vocabulary, pids memory-mapped) of a built index."""
         import bm25s
 
         index_dir = Path(index_dir)
@@ -124,16 +140,29 @@ class Bm25sRetriever(Retriever):
                 f"{INDEX_FORMAT}: rebuild it with `reranklab index`"
             )
         scorer = choose_scorer(self.scorer, queries, int(stats["passages"]))
-        model = bm25s.BM25.load(str(index_dir), mmap=True, show_progress=False, backend=scorer)
+        terms = index_dir / TERMS_FILE
+        model = bm25s.BM25.load(
+            str(index_dir),
+            mmap=True,
+            show_progress=False,
+            backend=scorer,
+            load_vocab=not terms.is_file(),  # indexes built before the terms file
+        )
+        vocabulary = _Vocabulary(read_terms(terms) if terms.is_file() else model.vocab_dict)
+        # retrieve() keeps the ids in this set: every id of the vocabulary (a range: no 3 M-int set).
+        model.unique_token_ids_set = range(len(vocabulary.terms))
         pids = np.load(index_dir / PIDS_FILE, mmap_mode="r")
-        return model, pids
+        return model, vocabulary, pids
 
     def _ranked(
         self, index_dir: Path, queries: Mapping[str, str], depth: int
-    ) -> Iterator[tuple[str, list[tuple[str, float]]]]:
-        """(qid, its top ``depth`` best first) for every query, in sorted qid order."""
+    ) -> Iterator[tuple[str, np.ndarray, np.ndarray]]:
+        """(qid, its top ``depth`` pids (UTF-8 bytes) and scores (float32), best first) for
+        every query, in sorted qid order."""
         qids = sorted(queries)
-        model, pids = self._open(index_dir, len(qids))
+        started = time.perf_counter()
+        model, vocabulary, pids = self._open(index_dir, len(qids))
+        self.open_seconds = time.perf_counter() - started
         passages = len(pids)
         depth = min(int(depth), passages)
         if depth < 1:
@@ -141,7 +170,6 @@ class Bm25sRetriever(Retriever):
         # A little deeper than asked, so a tie across rank `depth` is seldom searched again.
         first_k = min(passages, depth + max(16, depth // 8))
         analyzer = Analyzer(self.settings)
-        vocab = model.vocab_dict
         threads = self._threads()
         if model.backend == "numba":
             import numba
@@ -156,8 +184,7 @@ class Bm25sRetriever(Retriever):
             disable=len(qids) <= QUERY_BATCH,
         ):
             batch = qids[start : start + QUERY_BATCH]
-            terms = analyzer.terms([queries[q] for q in batch])
-            ids = [[vocab[t] for t in query if t in vocab] for query in terms]
+            ids = vocabulary.ids(analyzer.terms([queries[q] for q in batch]))
             asked = [row for row, query in enumerate(ids) if query]  # bm25s rejects empty queries
             found: dict[int, tuple[np.ndarray, np.ndarray]] = {}
             if asked:
@@ -176,14 +203,17 @@ class Bm25sRetriever(Retriever):
                 deeper = [row for row in deeper if _tie_runs_on(found[row][1], depth)]
             for row, qid in enumerate(batch):
                 if row not in found:
-                    yield qid, []
+                    yield qid, _NO_PIDS, _NO_SCORES
                 else:
-                    yield qid, _top(qid, *found[row], depth, pids)
+                    yield (qid, *_top(qid, *found[row], depth, pids))
         self.scoring_seconds = search.seconds
 
     def search(self, index_dir: Path, queries: Mapping[str, str], depth: int) -> Run:
         """Top-``depth`` passages per query (only passages that match at least one term)."""
-        return {qid: dict(ranking) for qid, ranking in self._ranked(index_dir, queries, depth)}
+        return {
+            qid: dict(zip(_decoded(names), scores.astype(np.float64).tolist(), strict=True))
+            for qid, names, scores in self._ranked(index_dir, queries, depth)
+        }
 
     def search_to_file(
         self, index_dir: Path, queries: Mapping[str, str], depth: int, out: Path, tag: str
@@ -192,19 +222,41 @@ class Bm25sRetriever(Retriever):
 
         The file is the one :func:`reranklab.io.write_run` writes for :meth:`search`'s run,
         byte for byte; only one batch of queries is held at a time. The stats add
-        ``scoring_s``: the seconds spent in bm25s' scoring (:attr:`scoring_seconds`).
+        ``scoring_s``: the seconds spent in bm25s' scoring (:attr:`scoring_seconds`), and
+        ``open_s``: in opening the index (:attr:`open_seconds`).
         """
         stats = {"queries": 0, "candidates": 0, "empty": 0}
         with atomic_path(out) as tmp, open(tmp, "w", encoding="utf-8") as handle:
-            for qid, ranking in self._ranked(index_dir, queries, depth):
+            for qid, names, scores in self._ranked(index_dir, queries, depth):
                 stats["queries"] += 1
-                stats["candidates"] += len(ranking)
-                stats["empty"] += not ranking
-                handle.writelines(
-                    f"{qid} Q0 {pid} {rank} {score!r} {tag}\n"
-                    for rank, (pid, score) in enumerate(ranking, start=1)
-                )
-        return {**stats, "scoring_s": round(self.scoring_seconds, 3)}
+                stats["candidates"] += len(names)
+                stats["empty"] += not len(names)
+                handle.write(_run_lines(qid, names, scores, tag))
+        return {
+            **stats,
+            "scoring_s": round(self.scoring_seconds, 3),
+            "open_s": round(self.open_seconds, 3),
+        }
+
+
+class _Vocabulary:
+    """Term -> id of an index: its terms column (ids = positions) or, for an index built before
+    that file, bm25s' vocabulary dict."""
+
+    def __init__(self, terms: Any) -> None:
+        self.terms = terms
+
+    def ids(self, queries: list[list[str]]) -> list[list[int]]:
+        """Each query's term ids, in its order and with its repeats; unknown terms dropped."""
+        if isinstance(self.terms, dict):
+            return [[self.terms[t] for t in query if t in self.terms] for query in queries]
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        wanted = sorted({t for query in queries for t in query})
+        found = pc.index_in(pa.array(wanted, type=pa.large_string()), value_set=self.terms)
+        known = {t: i for t, i in zip(wanted, found.to_pylist(), strict=True) if i is not None}
+        return [[known[t] for t in query if t in known] for query in queries]
 
 
 class _Searcher:
@@ -227,29 +279,80 @@ def _tie_runs_on(scores: np.ndarray, depth: int) -> bool:
     return len(scores) > depth - 1 and scores[depth - 1] > 0 and scores[-1] == scores[depth - 1]
 
 
+_NO_PIDS = np.array([], dtype=np.bytes_)
+_NO_SCORES = np.array([], dtype=np.float32)
+
+
 def _top(
     qid: str, docs: np.ndarray, scores: np.ndarray, depth: int, pids: np.ndarray
-) -> list[tuple[str, float]]:
-    """The matching passages best first, ties by the seeded hash, cut at ``depth``.
+) -> tuple[np.ndarray, np.ndarray]:
+    """The matching passages best first, ties by the seeded hash, cut at ``depth``: (pids, scores).
 
-    ``scores`` come sorted, best first, and hold every passage tied with rank ``depth``.
+    ``scores`` come sorted, best first, and hold every passage tied with rank ``depth``. The
+    order is :func:`reranklab.io.rank_order`'s: score descending, then :func:`~reranklab.io.tie_key`
+    ascending; the key is computed only for passages that share their score (most do not).
     """
     matching = int(np.count_nonzero(scores > 0))  # bm25s pads with zero scores; Lucene does not
     if matching > depth:
         # Keep the whole tie at rank `depth`: which of its passages make the cut is the hash's call.
         matching = int(np.count_nonzero(scores >= scores[depth - 1]))
-    values = scores[:matching].astype(np.float64).tolist()
-    names = [pid.decode("utf-8") for pid in pids[docs[:matching]]]
-    ranking = list(zip(names, values, strict=True))
-    start = 0
-    while start < len(ranking):  # order each run of equal scores by the tie key
-        end = start + 1
-        while end < len(ranking) and values[end] == values[start]:
-            end += 1
-        if end - start > 1:
-            ranking[start:end] = sorted(ranking[start:end], key=lambda item: tie_key(qid, item[0]))
-        start = end
-    return ranking[:depth]
+    values = np.asarray(scores[:matching])
+    names = np.asarray(pids[docs[:matching]])
+    same = values[1:] == values[:-1]  # sorted: equal scores are neighbours
+    tied = np.zeros(matching, dtype=bool)
+    tied[1:] |= same
+    tied[:-1] |= same
+    keys = np.zeros(matching, dtype=np.uint64)
+    where = np.flatnonzero(tied)
+    if len(where):
+        keys[where] = tie_keys(qid, names[where].tolist())
+    order = np.lexsort((keys, -values))[:depth]  # by score descending, then by the tie key
+    return names[order], values[order]
+
+
+def tie_keys(qid: str, pids: list[bytes], seed: int = TIE_SEED) -> np.ndarray:
+    """:func:`reranklab.io.tie_key` of many UTF-8 pids of one query at once (uint64).
+
+    The hash of the common prefix is computed once and copied for each pid.
+
+    Example:
+        >>> from reranklab.io import tie_key
+        >>> tie_keys("q1", [b"d1", "caf\u00e9".encode()]).tolist() == [
+        ...     tie_key("q1", "d1"), tie_key("q1", "caf\u00e9")]
+        True
+    """
+    prefix = hashlib.blake2b(f"{seed}\x1f{qid}\x1f".encode(), digest_size=8)
+    digests = bytearray()
+    for pid in pids:
+        one = prefix.copy()
+        one.update(pid)
+        digests += one.digest()
+    return np.frombuffer(bytes(digests), dtype=">u8").astype(np.uint64)
+
+
+def _decoded(names: np.ndarray) -> list[str]:
+    """UTF-8 pids as str, decoded all at once (one by one if a pid holds a NUL)."""
+    parts = names.tolist()
+    joined = b"\x00".join(parts)
+    if not parts or joined.count(b"\x00") != len(parts) - 1:
+        return [part.decode("utf-8") for part in parts]
+    return joined.decode("utf-8").split("\x00")
+
+
+def _run_lines(qid: str, names: np.ndarray, scores: np.ndarray, tag: str) -> str:
+    """One query's TREC run lines, as :func:`reranklab.io.write_run` writes them (``repr`` of
+    the float64 score; computed once per distinct score, since ties share it)."""
+    if not len(names):
+        return ""
+    values = scores.astype(np.float64).tolist()
+    text = {value: repr(value) for value in set(values)}
+    head, tail = f"{qid} Q0 ", f" {tag}\n"
+    return "".join(
+        [
+            f"{head}{pid} {rank} {text[value]}{tail}"
+            for rank, (pid, value) in enumerate(zip(_decoded(names), values, strict=True), 1)
+        ]
+    )
 
 
 def choose_scorer(scorer: str, queries: int, passages: int) -> str:

@@ -45,6 +45,10 @@ INDPTR_FILE = "indptr.csc.index.npy"
 VOCAB_FILE = "vocab.index.json"
 PARAMS_FILE = "params.index.json"
 PIDS_FILE = "pids.npy"  # the passage ids in index order (UTF-8, fixed width: memory-mapped)
+# The terms in id order (Arrow IPC, memory-mapped): a search looks its queries' terms up in it
+# (a hash of the column, in C++) instead of reading vocab.index.json into a dict, ~4x the CPU
+# (1 s for 1.5 M terms). bm25s ignores the file; vocab.index.json stays its vocabulary.
+TERMS_FILE = "vocab.terms.arrow"
 LENGTH_NORMS = ("lucene", "exact")
 # The ``retrieval`` settings under which the index is bm25s' own: bm25s.tokenize's analysis
 # (stop words "en", Snowball "english") and exact lengths.
@@ -223,6 +227,7 @@ def build_streamed_index(
     vocabulary.setdefault("", len(vocabulary))
     # json.dumps, not json.dump: the C encoder (millions of terms for MS MARCO).
     (out_dir / VOCAB_FILE).write_text(json.dumps(vocabulary, ensure_ascii=False), encoding="utf-8")
+    write_terms(out_dir / TERMS_FILE, vocabulary)
     params = {
         "k1": k1,
         "b": b,
@@ -237,6 +242,29 @@ def build_streamed_index(
     }
     (out_dir / PARAMS_FILE).write_text(json.dumps(params, indent=4), encoding="utf-8")
     return {"passages": passages, "vocabulary": len(df), "postings": postings}
+
+
+def write_terms(path: Path, vocabulary: dict[str, int]) -> None:
+    """The vocabulary's terms in id order as an Arrow IPC file (:data:`TERMS_FILE`)."""
+    import pyarrow as pa
+
+    terms = list(vocabulary)
+    if not np.array_equal(
+        np.fromiter(vocabulary.values(), np.int64, len(terms)), np.arange(len(terms))
+    ):
+        raise AssertionError("internal error: term ids are not 0..n-1 in insertion order")
+    table = pa.table({"term": pa.array(terms, type=pa.large_string())})
+    with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
+        writer.write_table(table)
+
+
+def read_terms(path: Path) -> Any:
+    """The terms of :data:`TERMS_FILE`, memory-mapped (a ``pyarrow`` array; the map stays open
+    while the array lives)."""
+    import pyarrow as pa
+
+    column = pa.ipc.open_file(pa.memory_map(str(path))).read_all().column("term")
+    return column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
 
 
 def _write_pids(path: Path, parts: list[np.ndarray]) -> None:
