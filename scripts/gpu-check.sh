@@ -34,9 +34,10 @@ SUITE_TIMEOUT=${GPU_CHECK_SUITE_TIMEOUT:-400}
 BUDGET_S=${GPU_CHECK_BUDGET_S:-300}
 # The modules of scripts/gpu-wheels.txt the bench path imports (a missing one: install them all).
 NEEDED=pydantic,annotated_types,typing_inspection,cbor2,pytrec_eval,tenacity,bm25s,Stemmer,datasets,dill,multiprocess
-# Nothing outside the machine can be reached: never wait on the hub.
-export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1 PYTHONUNBUFFERED=1
-export TOKENIZERS_PARALLELISM=false HF_HUB_DISABLE_PROGRESS_BARS=1
+# Nothing outside the machine can be reached: never wait on the hub (scripts/gpu-env.sh).
+# shellcheck source=scripts/gpu-env.sh
+. scripts/gpu-env.sh
+gpu_env_offline
 
 mkdir -p "$OUT"
 : >"$OUT/log.txt"
@@ -44,20 +45,7 @@ say() { echo "gpu-check: $*" | tee -a "$OUT/log.txt" >&2; }
 
 # 1. What the device's Python lacks, from the carried wheels (where it already has them, as in
 #    the dry run here, nothing is installed).
-if ! "$PY" -c "import $NEEDED" 2>/dev/null; then
-    if ! compgen -G ".whl/*.whl" >/dev/null; then
-        say "missing modules ($NEEDED) and no .whl/: run scripts/gpu-wheels.sh here, carry .whl"
-        exit 2
-    fi
-    say "installing $(ls .whl/*.whl | wc -l) wheels into $SITE"
-    "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-        --target "$SITE" .whl/*.whl >>"$OUT/log.txt" 2>&1 || {
-        say "pip install failed (log.txt)"
-        exit 2
-    }
-    export PYTHONPATH="$SITE${PYTHONPATH:+:$PYTHONPATH}"
-fi
-export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}"
+gpu_env_install "$PY" "$NEEDED" "$SITE" "$OUT/log.txt" || exit 2
 
 # 2. The machine, and every import the suite needs, before minutes are spent on it.
 {

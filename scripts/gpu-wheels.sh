@@ -12,7 +12,8 @@ cd "$(dirname "$0")/.."
 
 PY=${PYTHON:-python3}
 DEST=${WHEEL_DIR:-.whl}
-LIST=scripts/gpu-wheels.txt
+# WHEEL_LISTS: the pin lists (scripts/gpu-studies.sh adds scripts/gpu-studies-wheels.txt).
+LISTS=${WHEEL_LISTS:-scripts/gpu-wheels.txt}
 LIMIT_MIB=64
 # pip matches manylinux tags exactly: the device README's list, plus a few newer glibc levels.
 PLATFORMS=()
@@ -22,7 +23,8 @@ done
 
 mkdir -p "$DEST"
 rm -f "$DEST"/*.whl # one version of each: two of one package stop the install there
-pins=$(grep -v '^[[:space:]]*#' "$LIST" | awk NF)
+# shellcheck disable=SC2086 # one argument per list
+pins=$(cat $LISTS | grep -v '^[[:space:]]*#' | awk NF)
 # shellcheck disable=SC2086 # one argument per pin
 "$PY" -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 \
     --implementation cp "${PLATFORMS[@]}" -d "$DEST" $pins
