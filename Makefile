@@ -94,9 +94,10 @@ docs: install
 # The papers' findings checked with the packaged MiniLM on CPU (studies/minilm/README.md): each
 # study in its own fresh folder made by `reranklab init` (MINILM_WORK/<paper>, under the ignored
 # results/), timed, then recorded in studies/results/minilm-cpu/<paper>/ for `reranklab regress`.
-# bertdmn2021 reads InsuranceQA's V2 files, bertsel2020 WikiQA and TrecQA: set RERANKLAB_MIRROR to
-# a folder holding them (e.g. ../shared/datasets) or have network; the others use the
-# insuranceqa_data package. About 7 h on 2 idle cores, 3 seeds each (studies/minilm/README.md).
+# bertdmn2021 reads InsuranceQA's V2 files, markedbert2020 WikiQA, bertsel2020 WikiQA and TrecQA:
+# set RERANKLAB_MIRROR to a folder holding them (e.g. ../shared/datasets) or have network;
+# InsuranceQA elsewhere comes from the insuranceqa_data package. About 7.6 h on 2 idle cores,
+# 3 seeds each (studies/minilm/README.md).
 # One study alone: make minilm-bertdmn2021 (or -markedbert2020, -monobert2019, -mass2019, -bertsel2020).
 MINILM_STUDIES := bertdmn2021 markedbert2020 monobert2019 mass2019 bertsel2020
 MINILM_TARGETS := $(addprefix minilm-,$(MINILM_STUDIES))
