@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -60,3 +63,86 @@ def tool_env() -> dict[str, str]:
     env["HF_HUB_OFFLINE"] = "1"
     env.pop("RERANKLAB_SCHEMA", None)
     return env
+
+
+# -- one finished sample study, shared by the integration tests that only read it ------------------
+
+# The tiny-BERT study that tests/test_workflow.py and tests/test_variant_aliases.py read: two
+# re-rankers and an alias of one of them (`bertlets_m05`: bertlets with its own margin), two folds.
+# It is run once per session, through `dvc repro` in a git clone of the working tree, so the same
+# run also proves the DVC stages (each one a Snakemake target) end to end.
+SAMPLE_STUDY_VARIANTS = ["pointwise", "bertlets", "bertlets_m05"]
+
+
+def sample_study_config(tiny_bert: Path) -> dict:
+    return {
+        "study": "itest",
+        "datasets": ["sample"],
+        "grid": {"variant": list(SAMPLE_STUDY_VARIANTS), "max_length": [64]},
+        "protocol": {"sample": {"folds": 2}},
+        "training": {
+            "encoder": str(tiny_bert),
+            "epochs": 1,
+            "batch_size": 16,
+            "learning_rate": 1e-3,
+        },
+        "variants": {"bertlets_m05": {"base": "bertlets", "margin": 0.5, "learning_rate": 1e-3}},
+    }
+
+
+@dataclass(frozen=True)
+class SampleStudy:
+    """The finished study's folder (config/test.yaml is its config) and what DVC printed."""
+
+    path: Path
+    repro: subprocess.CompletedProcess  # the `dvc repro` that ran the study
+    again: subprocess.CompletedProcess  # a second `dvc repro`, straight after: nothing to do
+
+
+def copy_working_tree(target: Path) -> None:
+    """Copy the working tree's files (tracked, and new ones git does not ignore) to ``target``."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    for name in filter(None, listed.split("\0")):
+        source = REPO / name
+        if source.is_file() or source.is_symlink():  # a deleted tracked file is not copied
+            (target / name).parent.mkdir(parents=True, exist_ok=True)
+            # follow_symlinks=False: the packaged study templates link to the checkout's files.
+            shutil.copy(source, target / name, follow_symlinks=False)
+
+
+@pytest.fixture(scope="session")
+def sample_study(tmp_path_factory, tiny_bert) -> SampleStudy:
+    """The sample study run once by `dvc repro` (the `dvc` block of params.yaml names
+    config/test.yaml, so every stage runs `snakemake <target> ... --configfiles config/test.yaml`),
+    then `dvc repro` again. Tests read it; one that needs a changed config writes it elsewhere."""
+    import yaml
+
+    root = tmp_path_factory.mktemp("sample-study")
+    copy_working_tree(root)
+    (root / "config/test.yaml").write_text(yaml.safe_dump(sample_study_config(tiny_bert)))
+    params = yaml.safe_load((root / "params.yaml").read_text())
+    params["dvc"] = {"configfiles": ["config/test.yaml"]}
+    (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    env = tool_env()
+    for cmd in (
+        ["git", "init", "-q"],
+        ["git", "add", "-A"],
+        ["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "t"],
+    ):
+        subprocess.run(cmd, cwd=root, check=True, env=env, capture_output=True)
+
+    def dvc_repro() -> subprocess.CompletedProcess:
+        return subprocess.run(
+            ["dvc", "repro"], cwd=root, env=env, capture_output=True, text=True, timeout=1800
+        )
+
+    repro = dvc_repro()
+    assert repro.returncode == 0, repro.stdout[-3000:] + repro.stderr[-5000:]
+    # Straight away, before any test can touch a dependency of a stage.
+    return SampleStudy(root, repro, dvc_repro())

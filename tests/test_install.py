@@ -209,6 +209,19 @@ def test_a_study_runs_from_the_installed_wheel_outside_the_repository(repo, tmp_
     assert "Job stats:" in output and "summarize" in output and "regress" in output
     assert str(repo / "src") not in output
     assert not (study / "results").exists()  # a dry run writes nothing
+    # A collection given as files (config/own-data.yaml, studies/own-data/) plans from the wheel
+    # too: no package edit (tests/test_own_data_workflow.py runs it to the end).
+    assert (study / "studies" / "own-data" / "passages.jsonl").is_file()
+    _run(["reranklab", "validate-config", "params.yaml", "config/own-data.yaml"], study, env)
+    own = _run(
+        [str(venv / "bin" / "python"), "-m", "snakemake", "-n", "--configfile",
+         "config/own-data.yaml"],
+        study,
+        env,
+    )  # fmt: skip
+    own_output = own.stdout + own.stderr
+    assert "Job stats:" in own_output and "results/data/faq" in own_output
+    assert not (study / "results").exists()
     # The matrix and the claims come with the package: graded from a folder without studies/.
     bare = tmp_path / "elsewhere" / "bare"
     bare.mkdir()

@@ -421,7 +421,7 @@ def test_snakemake_unlock_and_rerun_incomplete_resume_the_killed_job(toy, repo, 
     """The whole Snakemake run is SIGKILLed mid-epoch (as when a node dies), then
     ``snakemake --unlock`` and ``snakemake --rerun-incomplete`` finish the training job from its
     checkpoint, outside the rule's outputs, to the same model as an uninterrupted run."""
-    for name in ("params.yaml", "workflow"):
+    for name in ("Snakefile", "envs", "params.yaml", "workflow"):
         (shutil.copytree if (repo / name).is_dir() else shutil.copy)(repo / name, tmp_path / name)
     # The train rule's inputs, as the prepare and sample steps leave them.
     for source, target in (
@@ -480,14 +480,19 @@ def test_snakemake_unlock_and_rerun_incomplete_resume_the_killed_job(toy, repo, 
 @pytest.mark.integration
 def test_a_study_killed_while_retraining_is_whole_again_after_a_rerun(toy, repo, tmp_path):
     """A finished study, then ``--forcerun train`` SIGKILLed mid-training (Snakemake deletes
-    the incomplete model folder on the next run): ``--unlock`` and a plain re-run train the
-    fold again from its checkpoint and re-rank with it, so every output is present and
-    consistent, no checkpoint is left behind, the killed live MLflow run is not left RUNNING,
-    and a further run has nothing to do."""
+    the incomplete model folder on the next run): ``--unlock`` and a re-run of the same
+    targets train the fold again from its checkpoint and re-rank with it, so every output is
+    present and consistent, no checkpoint is left behind, the killed live MLflow run is not left
+    RUNNING, and a further run has nothing to do.
+
+    The study is the fewest jobs that show it: one cell, from the download to its MLflow
+    record (``track`` completes the folds' live runs), without the first-stage row, the summary
+    and the report, which only read what the cell left. Its targets name the model too, as the
+    study's do (Snakemake rebuilds a missing file only where a target or a job to run needs it)."""
     from mlflow import MlflowClient
     from mlflow.entities import ViewType
 
-    for name in ("params.yaml", "workflow"):
+    for name in ("Snakefile", "envs", "params.yaml", "workflow"):
         (shutil.copytree if (repo / name).is_dir() else shutil.copy)(repo / name, tmp_path / name)
     training = {
         k: v
@@ -504,6 +509,9 @@ def test_a_study_killed_while_retraining_is_whole_again_after_a_rerun(toy, repo,
     }
     (tmp_path / "test.yaml").write_text(json.dumps(config))
     options = ["--cores", "1", "--resources", "gpu=1", "--configfile", "test.yaml"]
+    model = tmp_path / "results/models/sample/pointwise-L32/fold0"
+    evaluated = "results/metrics/sample/pointwise-L32/fold0.json"
+    targets = [str(model.relative_to(tmp_path)), "results/cells/sample/pointwise-L32/mlflow.json"]
 
     def snakemake(*args: str) -> str:
         result = subprocess.run(
@@ -513,8 +521,7 @@ def test_a_study_killed_while_retraining_is_whole_again_after_a_rerun(toy, repo,
         assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
         return result.stdout + result.stderr
 
-    snakemake()
-    model = tmp_path / "results/models/sample/pointwise-L32/fold0"
+    snakemake(*targets)
     checkpoints = tmp_path / "results/checkpoints/sample/pointwise-L32/fold0"
     _kill_after_first_checkpoint(
         ["snakemake", str(model.relative_to(tmp_path)), "--forcerun", "train", *options],
@@ -523,13 +530,14 @@ def test_a_study_killed_while_retraining_is_whole_again_after_a_rerun(toy, repo,
         cwd=tmp_path,
     )
     snakemake("--unlock")
-    snakemake("--rerun-incomplete")
+    snakemake(*targets, "--rerun-incomplete")
 
     run = tmp_path / "results/runs/sample/pointwise-L32/fold0.run"
     assert (model / "train_stats.json").is_file()
     assert run.stat().st_mtime >= (model / "train_stats.json").stat().st_mtime  # re-ranked after
+    assert (tmp_path / evaluated).stat().st_mtime >= run.stat().st_mtime  # and evaluated again
     assert not checkpoints.exists() or not any(checkpoints.iterdir())
-    assert "Nothing to be done" in snakemake("-n")
+    assert "Nothing to be done" in snakemake(*targets, "-n")
     client = MlflowClient(f"sqlite:///{tmp_path / 'results/mlflow.db'}")
     runs = client.search_runs(
         [e.experiment_id for e in client.search_experiments()], run_view_type=ViewType.ALL

@@ -1,11 +1,15 @@
-"""The whole DAG through the Snakemake CLI (and DVC) on the shipped sample with a tiny BERT."""
+"""The whole DAG through the Snakemake CLI (and DVC) on the shipped sample with a tiny BERT.
+
+The study is the session's shared one (tests/conftest.py: ``sample_study``), run once by
+``dvc repro``; the tests here read it, and a test that needs another config writes it outside.
+"""
 
 from __future__ import annotations
 
 import csv
 import json
+import math
 import re
-import shutil
 import sqlite3
 import subprocess
 from pathlib import Path
@@ -13,29 +17,20 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import tool_env
+from tests.conftest import SAMPLE_STUDY_VARIANTS, tool_env
 
 pytestmark = pytest.mark.integration
 
-WORKFLOW_FILES = ["params.yaml", "workflow", "config", "studies"]
+# The shared study's rows and MLflow cell runs: the first stage, then its re-rankers.
+CELLS = [("bm25", "")] + [(variant, "64") for variant in SAMPLE_STUDY_VARIANTS]
+RUN_NAMES = sorted(
+    f"sample/{variant}/L{length}" if length else f"sample/{variant}" for variant, length in CELLS
+)
 
 
-def study_config(tiny_bert: Path, variants: list[str]) -> dict:
-    return {
-        "study": "itest",
-        "datasets": ["sample"],
-        "grid": {"variant": variants, "max_length": [64]},
-        "protocol": {"sample": {"folds": 2}},
-        "training": {
-            "encoder": str(tiny_bert),
-            "epochs": 1,
-            "batch_size": 16,
-            "learning_rate": 1e-3,
-        },
-    }
-
-
-def snakemake(workdir: Path, *args: str) -> subprocess.CompletedProcess:
+def snakemake(
+    workdir: Path, *args: str, config: str | Path = "config/test.yaml"
+) -> subprocess.CompletedProcess:
     cmd = [
         "snakemake",
         "--cores",
@@ -43,7 +38,7 @@ def snakemake(workdir: Path, *args: str) -> subprocess.CompletedProcess:
         "--resources",
         "gpu=1",
         "--configfile",
-        "config/test.yaml",
+        str(config),
         *args,
     ]
     return subprocess.run(
@@ -63,17 +58,8 @@ def job_counts(output: str) -> dict[str, int]:
 
 
 @pytest.fixture(scope="module")
-def study(tmp_path_factory, repo, tiny_bert):
-    workdir = tmp_path_factory.mktemp("study")
-    for name in WORKFLOW_FILES:
-        src = repo / name
-        (shutil.copytree if src.is_dir() else shutil.copy)(src, workdir / name)
-    (workdir / "config/test.yaml").write_text(
-        yaml.safe_dump(study_config(tiny_bert, ["pointwise", "bertlets"]))
-    )
-    result = snakemake(workdir)
-    assert result.returncode == 0, result.stderr[-5000:]
-    return workdir, result
+def study(sample_study):
+    return sample_study.path, sample_study.repro
 
 
 def test_summary_has_a_row_per_cell(study):
@@ -81,9 +67,7 @@ def test_summary_has_a_row_per_cell(study):
     with open(workdir / "results/summary.csv") as handle:
         rows = list(csv.DictReader(handle))
     assert [(r["dataset"], r["variant"], r["max_length"]) for r in rows] == [
-        ("sample", "bm25", ""),
-        ("sample", "pointwise", "64"),
-        ("sample", "bertlets", "64"),
+        ("sample", variant, length) for variant, length in CELLS
     ]
     for row in rows:
         for measure in ("P@1", "MAP", "MRR", "MRR@10", "nDCG@10"):
@@ -94,7 +78,7 @@ def test_summary_has_a_row_per_cell(study):
     folds = json.loads((workdir / "results/splits/sample/folds.json").read_text())
     test_qids = {q for f in folds["folds"] for q in f["test"]}
     assert int(rows[0]["n_queries"]) + int(rows[0]["n_excluded"]) == len(test_qids)
-    assert (workdir / "results/summary.md").read_text().count("| sample") == 3
+    assert (workdir / "results/summary.md").read_text().count("| sample") == len(CELLS)
     assert json.loads((workdir / "results/summary.json").read_text())
 
 
@@ -159,11 +143,7 @@ def test_mlflow_has_parent_and_child_runs(study):
             "select 1 from tags where run_uuid = ? and key = 'mlflow.parentRunId'", (run_id,)
         ).fetchone()
     }
-    assert sorted(parents.values()) == [
-        "sample/bertlets/L64",
-        "sample/bm25",
-        "sample/pointwise/L64",
-    ]
+    assert sorted(parents.values()) == RUN_NAMES
     for parent in parents:
         children = db.execute(
             "select run_uuid from tags where key = 'mlflow.parentRunId' and value = ?", (parent,)
@@ -181,16 +161,21 @@ def test_mlflow_has_parent_and_child_runs(study):
 
 
 def test_the_report_holds_every_table_and_figure(study):
-    from reranklab.report.analyses.run import OUTPUTS
+    from reranklab.report.analyses.run import outputs
 
     workdir, _ = study
     report = workdir / "results/report"
-    for name in OUTPUTS:
+    # The analyses that apply to the study's grid (a one-length grid has no sweep, say).
+    rows = json.loads((workdir / "results/summary.json").read_text())["rows"]
+    cells = [row for row in rows if row.get("max_length") is not None]
+    shown = outputs({row["variant"] for row in cells}, {row["max_length"] for row in cells})
+    assert shown, "the study's analyses"
+    for name in shown:
         assert (report / "sample" / name).stat().st_size > 0, name
     for page in ("summary", "significance", "regression"):
         assert "<table>" in (report / f"{page}.html").read_text()
     significance = (workdir / "results/significance.csv").read_text().splitlines()
-    assert len(significance) == 1 + 3 * 5  # 3 pairs of rows x 5 measures
+    assert len(significance) == 1 + math.comb(len(CELLS), 2) * 5  # every pair of rows x 5 measures
     result = snakemake(workdir, "--report", "results/report.html")
     assert result.returncode == 0, result.stderr[-3000:]
     assert (workdir / "results/report.html").stat().st_size > 100_000
@@ -206,11 +191,7 @@ def test_mlflow_holds_the_study_tables_and_the_cells_figures(study):
     assert {"tables/summary.md", "tables/significance.csv", "tables/regression.md"} <= tables
     report = {a.path for a in client.list_artifacts(record["study_run_id"], "report/sample")}
     assert "report/sample/methods.png" in report
-    assert sorted(record["cell_run_ids"]) == [
-        "sample/bertlets/L64",
-        "sample/bm25",
-        "sample/pointwise/L64",
-    ]
+    assert sorted(record["cell_run_ids"]) == RUN_NAMES
     cell = record["cell_run_ids"]["sample/pointwise/L64"]
     files = {a.path for a in client.list_artifacts(cell)}
     assert {"run.txt", "metrics.json", "figures", "model_card"} <= files
@@ -248,7 +229,7 @@ def test_the_mlflow_ui_shows_the_grid_runs_in_a_browser(study, tmp_path):
 
     workdir, _ = study
     record = json.loads((workdir / "results/report/mlflow.json").read_text())
-    wanted = ["sample/pointwise/L64", "sample/bertlets/L64", "sample/bm25", "study itest"]
+    wanted = [*RUN_NAMES, "study itest"]
     with mlflow_ui(workdir / "results/mlflow.db") as url:
         seen = mlflow_runs_view(url, record["experiment_id"], wanted, tmp_path / "mlflow.png")
     assert seen == dict.fromkeys(wanted, True)
@@ -262,41 +243,35 @@ def test_second_invocation_does_nothing(study):
     assert "Nothing to be done" in result.stdout + result.stderr
 
 
-def test_changing_one_parameter_reruns_only_its_dependents(study):
+def test_changing_one_parameter_reruns_only_its_dependents(study, tmp_path):
     workdir, _ = study
     config = yaml.safe_load((workdir / "config/test.yaml").read_text())
-    config["variants"] = {"bertlets": {"margin": 0.3}}
-    (workdir / "config/test.yaml").write_text(yaml.safe_dump(config))
-    try:
-        result = snakemake(workdir, "--dry-run")
-        assert result.returncode == 0, result.stderr[-3000:]
-        counts = job_counts(result.stdout + result.stderr)
-        assert counts == {
-            "train": 2,
-            "rerank": 2,
-            "evaluate": 2,
-            "aggregate": 1,
-            "track": 1,
-            "summarize": 1,
-            "regress": 1,
-            "analyze": 1,
-            "report_page": 3,
-            "track_report": 1,
-            "collect_plots": 1,
-            "all": 1,
-        }
-    finally:
-        (workdir / "config/test.yaml").write_text(
-            yaml.safe_dump(
-                study_config(Path(config["training"]["encoder"]), ["pointwise", "bertlets"])
-            )
-        )
+    # bertlets' margin; its alias bertlets_m05 sets a margin of its own, so it does not move.
+    config["variants"]["bertlets"] = {"margin": 0.3}
+    (tmp_path / "changed.yaml").write_text(yaml.safe_dump(config))  # the shared study stays
+    result = snakemake(workdir, "--dry-run", config=tmp_path / "changed.yaml")
+    assert result.returncode == 0, result.stderr[-3000:]
+    counts = job_counts(result.stdout + result.stderr)
+    assert counts == {
+        "train": 2,
+        "rerank": 2,
+        "evaluate": 2,
+        "aggregate": 1,
+        "track": 1,
+        "summarize": 1,
+        "regress": 1,
+        "analyze": 1,
+        "report_page": 3,
+        "track_report": 1,
+        "collect_plots": 1,
+        "all": 1,
+    }
 
 
-def test_bad_config_key_stops_before_any_job(study):
+def test_bad_config_key_stops_before_any_job(study, tmp_path):
     workdir, _ = study
-    (workdir / "config/bad.yaml").write_text("training:\n  epoch: 3\n")
-    cmd = ["snakemake", "--cores", "1", "--dry-run", "--configfile", "config/bad.yaml"]
+    (tmp_path / "bad.yaml").write_text("training:\n  epoch: 3\n")
+    cmd = ["snakemake", "--cores", "1", "--dry-run", "--configfile", str(tmp_path / "bad.yaml")]
     result = subprocess.run(
         cmd, cwd=workdir, env=tool_env(), capture_output=True, text=True, timeout=300
     )
@@ -304,39 +279,21 @@ def test_bad_config_key_stops_before_any_job(study):
     assert "unknown key training.epoch" in result.stdout + result.stderr
 
 
-def test_dvc_repro_reproduces_through_snakemake(tmp_path, repo, tiny_bert):
-    tracked = subprocess.run(
-        ["git", "ls-files"], cwd=repo, capture_output=True, text=True, check=True
-    ).stdout.split()
-    for name in tracked:
-        target = tmp_path / name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        # follow_symlinks=False: the packaged study templates link to the checkout's files.
-        shutil.copy(repo / name, target, follow_symlinks=False)
-    params = yaml.safe_load((repo / "params.yaml").read_text())
-    params.update(study_config(tiny_bert, ["pointwise"]))
-    params["dvc"] = {"configfiles": []}  # this params.yaml's tiny study, not the quick start
-    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
-    env = tool_env()
-    for cmd in (
-        ["git", "init", "-q"],
-        ["git", "add", "-A"],
-        ["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "t"],
-    ):
-        subprocess.run(cmd, cwd=tmp_path, check=True, env=env)
-    result = subprocess.run(
-        ["dvc", "repro"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900
-    )
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    lock = yaml.safe_load((tmp_path / "dvc.lock").read_text())
+def test_dvc_repro_reproduces_through_snakemake(sample_study):
+    """`dvc repro` in a fresh git clone ran the study (its stages call Snakemake targets)."""
+    workdir = sample_study.path
+    lock = yaml.safe_load((workdir / "dvc.lock").read_text())
     assert set(lock["stages"]) == {"prepare", "first_stage", "study"}
+    assert "--configfiles config/test.yaml" in lock["stages"]["study"]["cmd"]
     outs = {o["path"]: o for o in lock["stages"]["study"]["outs"]}
     assert outs["results/summary.json"]["md5"]
     shown = subprocess.run(
-        ["dvc", "metrics", "show", "--json"], cwd=tmp_path, env=env, capture_output=True, text=True
+        ["dvc", "metrics", "show", "--json"],
+        cwd=workdir,
+        env=tool_env(),
+        capture_output=True,
+        text=True,
     )
     assert shown.returncode == 0 and "MAP" in shown.stdout
-    again = subprocess.run(
-        ["dvc", "repro"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600
-    )
+    again = sample_study.again  # run straight after the first, before any test here
     assert again.returncode == 0 and "didn't change" in again.stdout
