@@ -21,6 +21,7 @@ from reranklab.data._text_files import split_id_text
 from reranklab.errors import FormatError
 from reranklab.io import Qrels, Run
 from reranklab.io.text import decode_line, open_binary, text_lines
+from reranklab.io.trec import add_score
 
 QUERY_IDS = ("id", "_id", "qid", "query_id")
 QUERY_TEXTS = ("text", "query", "contents")
@@ -347,8 +348,5 @@ def read_local_run(
             raise FormatError(path, lineno, f"query id {qid!r} is not in the queries file")
         if pid not in passages:
             raise FormatError(path, lineno, f"passage id {pid!r} is not in the passages file")
-        scores = run.setdefault(qid, {})
-        if pid in scores:
-            raise FormatError(path, lineno, f"query {qid} lists passage {pid} a second time")
-        scores[pid] = value
+        add_score(run, path, lineno, qid, pid, value)
     return run
