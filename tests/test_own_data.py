@@ -17,7 +17,7 @@ import yaml
 from reranklab.cli import main
 from reranklab.config import load_params, resolve_protocol, resolve_scoring, with_defaults
 from reranklab.data import get_dataset
-from reranklab.data._local_files import read_local_passages, read_local_queries
+from reranklab.data._local_files import read_local_passages, read_local_queries, read_local_run
 from reranklab.data.local import LocalDataset, local_measure
 from reranklab.errors import ConfigError, FormatError
 from reranklab.evaluation.evaluate import evaluate_run
@@ -446,3 +446,10 @@ def test_an_empty_or_missing_file_is_named(tmp_path):
         read_local_queries(tmp_path / "queries.tsv")
     with pytest.raises(FormatError, match=r"nowhere.jsonl: no such passages file"):
         read_local_passages(tmp_path / "nowhere.jsonl")
+
+
+def test_a_first_stage_run_listing_a_pair_twice_names_its_line(tmp_path):
+    run = tmp_path / "bm25.run"
+    run.write_text("q1 Q0 d1 1 2.0 bm25\nq1 Q0 d1 2 1.0 bm25\n", encoding="utf-8")
+    with pytest.raises(FormatError, match=r"bm25.run:2: query q1 lists passage d1 a second time"):
+        read_local_run(run, {"q1": "?"}, {"d1": "."})
