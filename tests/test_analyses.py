@@ -8,8 +8,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from reranklab.report.analyses.outputs import OUTPUTS, outputs
 from reranklab.report.analyses.query_delta import length_bucket, query_type
-from reranklab.report.analyses.run import OUTPUTS, analyze, outputs
+from reranklab.report.analyses.run import analyze
 from reranklab.report.summary import summarize
 
 QUERIES = {

@@ -161,7 +161,7 @@ def test_mlflow_has_parent_and_child_runs(study):
 
 
 def test_the_report_holds_every_table_and_figure(study):
-    from reranklab.report.analyses.run import outputs
+    from reranklab.report.analyses.outputs import outputs
 
     workdir, _ = study
     report = workdir / "results/report"

@@ -469,7 +469,7 @@ class StudyPlan:
     def analysis_outputs(self) -> tuple[str, ...]:
         """The analyses' files for this grid: those with something to show (no length sweep
         of one max length, no chunking table without a chunked cell)."""
-        from reranklab.report.analyses.run import outputs
+        from reranklab.report.analyses.outputs import outputs
 
         grid = self.config["grid"]
         return outputs(grid["variant"], grid["max_length"])

@@ -18,6 +18,6 @@ module                        what (paper)
 ============================  ================================================================
 
 :func:`~.run.analyze` runs those with something to show for the study's grid (no sweep of one
-max length, no chunking table without a chunked cell: :func:`~.run.outputs`); ``reranklab
+max length, no chunking table without a chunked cell: :func:`~.outputs.outputs`); ``reranklab
 analyze`` is its command.
 """

@@ -7,9 +7,9 @@ from pathlib import Path
 import pandas as pd
 
 from reranklab.report.analyses.figures import save_table
+from reranklab.report.analyses.outputs import PAIRS
 from reranklab.report.analyses.study import StudyData
 
-PAIRS = (("bertlets", "chunked"),)  # (passage cut at the max length, passage in chunks)
 MEASURES = ("P@1", "MAP", "MRR")
 
 
