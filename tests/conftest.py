@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from filelock import FileLock
 
 REPO = Path(__file__).resolve().parents[1]
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -41,6 +45,42 @@ def mirror() -> Path:
     return path
 
 
+# -- what the workers of one run share ----------------------------------------------------------
+
+# `make test` runs the suite in pytest-xdist workers. A session fixture runs once per worker, so
+# what is slow to make (the tiny BERT's folder, the finished sample study) is made once per run
+# in the run's own temporary folder, under a lock: the first worker to ask builds it, the others
+# wait and read it.
+
+
+def run_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The temporary folder of the whole run: above the workers' own ones under xdist."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+def built_once(
+    tmp_path_factory: pytest.TempPathFactory, name: str, build: Callable[[Path], None]
+) -> Path:
+    """``run_folder()/name``, made by ``build(folder)`` by the first worker that asks for it."""
+    root = run_folder(tmp_path_factory)
+    folder, done = root / name, root / f"{name}.done"
+    with FileLock(str(root / f"{name}.lock")):
+        if not done.is_file():
+            shutil.rmtree(folder, ignore_errors=True)  # a build that failed in another worker
+            folder.mkdir()
+            build(folder)
+            done.touch()
+    return folder
+
+
+@contextlib.contextmanager
+def cluster_to_itself(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Hold the one-node SLURM cluster: its scenarios count jobs and slots, one at a time."""
+    with FileLock(str(run_folder(tmp_path_factory) / "slurm-cluster.lock")):
+        yield
+
+
 @pytest.fixture(scope="session")
 def tiny_bert(tmp_path_factory) -> Path:
     """A tiny random BERT whose vocabulary covers the shipped sample collection."""
@@ -53,7 +93,7 @@ def tiny_bert(tmp_path_factory) -> Path:
     for name in ("questions.tsv", "passages.tsv"):
         for line in (data / name).read_text(encoding="utf-8").splitlines():
             words += line.split("\t", 1)[-1].lower().split()
-    return build_tiny_bert(tmp_path_factory.mktemp("tiny-bert"), words)
+    return built_once(tmp_path_factory, "tiny-bert", lambda folder: build_tiny_bert(folder, words))
 
 
 def tool_env() -> dict[str, str]:
@@ -116,14 +156,10 @@ def copy_working_tree(target: Path) -> None:
             shutil.copy(source, target / name, follow_symlinks=False)
 
 
-@pytest.fixture(scope="session")
-def sample_study(tmp_path_factory, tiny_bert) -> SampleStudy:
-    """The sample study run once by `dvc repro` (the `dvc` block of params.yaml names
-    config/test.yaml, so every stage runs `snakemake <target> ... --configfiles config/test.yaml`),
-    then `dvc repro` again. Tests read it; one that needs a changed config writes it elsewhere."""
+def _run_study(root: Path, tiny_bert: Path) -> None:
+    """Run the sample study in ``root`` by `dvc repro`, twice; keep what DVC printed."""
     import yaml
 
-    root = tmp_path_factory.mktemp("sample-study")
     copy_working_tree(root)
     (root / "config/test.yaml").write_text(yaml.safe_dump(sample_study_config(tiny_bert)))
     params = yaml.safe_load((root / "params.yaml").read_text())
@@ -137,12 +173,35 @@ def sample_study(tmp_path_factory, tiny_bert) -> SampleStudy:
     ):
         subprocess.run(cmd, cwd=root, check=True, env=env, capture_output=True)
 
-    def dvc_repro() -> subprocess.CompletedProcess:
-        return subprocess.run(
+    def dvc_repro() -> dict:
+        done = subprocess.run(
             ["dvc", "repro"], cwd=root, env=env, capture_output=True, text=True, timeout=1800
         )
+        return {"returncode": done.returncode, "stdout": done.stdout, "stderr": done.stderr}
 
     repro = dvc_repro()
-    assert repro.returncode == 0, repro.stdout[-3000:] + repro.stderr[-5000:]
+    assert repro["returncode"] == 0, repro["stdout"][-3000:] + repro["stderr"][-5000:]
     # Straight away, before any test can touch a dependency of a stage.
-    return SampleStudy(root, repro, dvc_repro())
+    again = dvc_repro()
+    (root.parent / f"{root.name}.dvc-output.json").write_text(json.dumps([repro, again]))
+
+
+@pytest.fixture(scope="session")
+def sample_study(tmp_path_factory, tiny_bert) -> SampleStudy:
+    """The sample study run once by `dvc repro` (the `dvc` block of params.yaml names
+    config/test.yaml, so every stage runs `snakemake <target> ... --configfiles config/test.yaml`),
+    then `dvc repro` again. Tests read it; one that needs a changed config writes it elsewhere."""
+    root = built_once(
+        tmp_path_factory, "sample-study", lambda folder: _run_study(folder, tiny_bert)
+    )
+    repro, again = (
+        subprocess.CompletedProcess(["dvc", "repro"], **done)
+        for done in json.loads((root.parent / "sample-study.dvc-output.json").read_text())
+    )
+    return SampleStudy(root, repro, again)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The end-to-end tests first (a stable sort): under pytest-xdist their files are handed out
+    before the short ones, so no worker starts a five-minute scenario when the other is done."""
+    items.sort(key=lambda item: item.get_closest_marker("integration") is None)

@@ -33,6 +33,7 @@ SCRIPT = ROOT / "scripts" / "gpu-check.sh"
 WHEELS = ROOT / "scripts" / "gpu-wheels.txt"
 
 
+@pytest.mark.integration
 def test_gpu_check_dry_run_on_cpu(tmp_path):
     """The device's one command, end to end on CPU: its four files, every run of the suite."""
     out = tmp_path / "out"

@@ -41,6 +41,7 @@ def _script(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProce
     )
 
 
+@pytest.mark.integration
 def test_dry_run_records_a_study_and_skips_what_the_budget_leaves(tmp_path):
     """The device's one command end to end on CPU: one study recorded, none started past the budget."""
     done = _script(tmp_path, "--dry-run", GPU_STUDIES="monobert2019")

@@ -24,7 +24,7 @@ import pytest
 import yaml
 
 from reranklab.training.checkpoint import MANIFEST_FILE, list_checkpoints, read_manifest
-from tests.conftest import tool_env
+from tests.conftest import cluster_to_itself, tool_env
 
 pytestmark = [pytest.mark.integration, pytest.mark.slurm]
 
@@ -190,14 +190,15 @@ def runs(tmp_path_factory, repo, tiny_bert):
     slurm = _workdir(tmp_path_factory.mktemp("slurm"), repo, tiny_bert)
     record: dict = {}
     watcher = threading.Thread(target=_cancel_after_first_checkpoint, args=(slurm, record))
-    watcher.start()
-    started = time.monotonic()
-    try:
-        result = _through_slurm(slurm)
-    finally:
-        record["stop"] = True
-        watcher.join()
-    record["seconds"] = time.monotonic() - started
+    with cluster_to_itself(tmp_path_factory):
+        watcher.start()
+        started = time.monotonic()
+        try:
+            result = _through_slurm(slurm)
+        finally:
+            record["stop"] = True
+            watcher.join()
+        record["seconds"] = time.monotonic() - started
     assert result.returncode == 0, (result.stdout + result.stderr)[-5000:]
 
     local = _workdir(tmp_path_factory.mktemp("local"), repo, tiny_bert)

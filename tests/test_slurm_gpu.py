@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import tool_env
+from tests.conftest import cluster_to_itself, tool_env
 from tests.test_slurm_cluster import _cluster_or_skip, _rule, _study
 
 pytestmark = [pytest.mark.integration, pytest.mark.slurm]
@@ -115,17 +115,18 @@ def run(tmp_path_factory, repo, tiny_bert):
     settings = _fit_profile(workdir / PROFILE / "config.v8+.yaml")
     local = _snakemake(workdir, INPUTS, "--cores", "2")
     assert local.returncode == 0, (local.stdout + local.stderr)[-5000:]
-    result = _snakemake(
-        workdir,
-        TARGETS,
-        "--profile",
-        str(workdir / PROFILE),
-        # The plugin waits 40 s before its first status check: too long for a test's tiny jobs.
-        "--slurm-init-seconds-before-status-checks",
-        "1",
-        "--seconds-between-status-checks",
-        "1",
-    )
+    with cluster_to_itself(tmp_path_factory):  # both GPUs free for this run's two trainings
+        result = _snakemake(
+            workdir,
+            TARGETS,
+            "--profile",
+            str(workdir / PROFILE),
+            # The plugin waits 40 s before its first status check: too long for tiny jobs.
+            "--slurm-init-seconds-before-status-checks",
+            "1",
+            "--seconds-between-status-checks",
+            "1",
+        )
     assert result.returncode == 0, (result.stdout + result.stderr)[-5000:]
     return {"workdir": workdir, "settings": settings, "jobs": _jobs(workdir)}
 
