@@ -99,6 +99,7 @@ docs: install
 # InsuranceQA elsewhere comes from the insuranceqa_data package. About 7.6 h on 2 idle cores,
 # 3 seeds each (studies/minilm/README.md).
 # One study alone: make minilm-bertdmn2021 (or -markedbert2020, -monobert2019, -mass2019, -bertsel2020).
+# On cores shared with other work, say what ran (SHARED='the test suite'): the record keeps it.
 MINILM_STUDIES := bertdmn2021 markedbert2020 monobert2019 mass2019 bertsel2020
 MINILM_TARGETS := $(addprefix minilm-,$(MINILM_STUDIES))
 MINILM_WORK ?= $(CURDIR)/results/minilm
@@ -113,7 +114,7 @@ $(MINILM_TARGETS): minilm-%: install
 	  && $(BIN)/snakemake --cores $(CORES) --resources gpu=1 --configfile studies/minilm/$*.yaml \
 	  && echo $$(( $$(date +%s) - start )) > wall-seconds
 	$(BIN)/reranklab record --summary "$(MINILM_WORK)/$*/results/summary.json" --out $(MINILM_OUT)/$* \
-	  --wall-seconds $$(cat "$(MINILM_WORK)/$*/wall-seconds") \
+	  --wall-seconds $$(cat "$(MINILM_WORK)/$*/wall-seconds") $(if $(SHARED),--shared "$(SHARED)") \
 	  --command "make minilm-$* CORES=$(CORES) (reranklab init <dir>; cd <dir>; snakemake --cores $(CORES) --resources gpu=1 --configfile studies/minilm/$*.yaml)"
 
 # dvc.lock records the quick start (params.yaml's dvc.configfiles): re-record it after changing

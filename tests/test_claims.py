@@ -242,10 +242,13 @@ def test_a_live_results_folder_and_its_record_grade_the_same(tmp_path, rng, monk
     write_json(tmp_path / "results/summary.json", {"title": "p", "rows": rows})
     live = load_evidence(["results/summary.json"])
     assert live.speeds(live.rows[1])[0]["batches_per_s"] == 2.0
-    written = record("results/summary.json", "rec", "make it", 12.0)
+    written = record("results/summary.json", "rec", "make it", 12.0, "the test suite")
     assert {p.name for p in written} >= {"summary.json", "per_query.json", "provenance.json"}
     provenance = json.loads((tmp_path / "rec/provenance.json").read_text())
     assert provenance["command"] == "make it" and provenance["machine"]["devices"] == ["cpu"]
+    # Its wall time is read knowing what else ran: the record and its README say so.
+    assert provenance["machine_shared"] == "the test suite"
+    assert "the machine was shared: the test suite" in (tmp_path / "rec/README.md").read_text()
     assert "metrics_path" not in json.loads((tmp_path / "rec/summary.json").read_text())["rows"][0]
     recorded = load_evidence(["rec"])
     # The random-order baseline and the training losses travel with the record.

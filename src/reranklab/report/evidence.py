@@ -14,7 +14,7 @@ Grading a number needs a summary row; grading a claim needs more: each row's per
   ``training.json`` (``{row key: [{fold, seed, fine_tuned, steps, epochs, loss_start,
   loss_end}, ...]}``: did each model's training loss fall), ``per_seed.json`` (``{row key:
   {seed: {measure: value}}}``, the cells run with several seeds) and ``provenance.json``
-  (commit, command, machine, wall time).
+  (commit, command, machine, wall time, and what else ran on the machine meanwhile).
 
 A row missing from ``random_order.json`` or ``training.json`` (or a folder recorded before they
 existed) has them *not recorded*: :class:`Evidence` answers ``None``, and the grading says so
@@ -257,6 +257,7 @@ def record(
     out_dir: str | os.PathLike[str],
     command: str,
     wall_seconds: float | None = None,
+    shared: str | None = None,
 ) -> list[Path]:
     """Write a study's results as a recorded folder (see the module docstring).
 
@@ -265,6 +266,7 @@ def record(
         out_dir: the folder to write (created; its files are replaced).
         command: the command that produced the results (for the reader who regenerates them).
         wall_seconds: how long that command took.
+        shared: what else ran on the machine meanwhile (None: it had the machine to itself).
 
     Returns:
         The files written.
@@ -307,6 +309,7 @@ def record(
         "commit": _git_commit(Path.cwd()),
         "command": command,
         "wall_seconds": wall_seconds,
+        "machine_shared": shared,
         "recorded": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "machine": _machine(
             str(epoch["device"])
@@ -333,6 +336,7 @@ def record(
         f"# {document.get('title')}: recorded results\n\n"
         f"Regenerate with `{command}`"
         + (f" ({wall_seconds / 60:.0f} min)" if wall_seconds else "")
+        + (f"; the machine was shared: {shared}" if shared else "")
         + ". Grade with `reranklab regress --summary "
         f"{out}`.\n",
     )

@@ -19,10 +19,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", required=True, help="the folder to write")
     parser.add_argument("--command", required=True, help="the command that produced the results")
     parser.add_argument("--wall-seconds", type=float, default=None, help="how long it took")
+    parser.add_argument(
+        "--shared",
+        default=None,
+        metavar="WHAT",
+        help="what else ran on the machine meanwhile (the wall time then says less; the "
+        "results do not depend on it), e.g. 'the test suite; paused 797 s'",
+    )
 
 
 def run(args: argparse.Namespace) -> None:
     from reranklab.report.evidence import record
 
-    written = record(args.summary, args.out, args.command, args.wall_seconds)
+    written = record(args.summary, args.out, args.command, args.wall_seconds, args.shared)
     print(f"recorded {len(written)} files in {args.out}")
