@@ -125,12 +125,12 @@ dvc-lock: quickstart
 # lint-imports: the import contracts of pyproject.toml (layers, no cycle); ruff: lint and format
 # checked (CI fails on unformatted code); pytest also runs the docstrings' examples of src/reranklab,
 # in one pytest-xdist worker per core, a test file per worker at a time (its module fixtures
-# are made once); `pytest -n 0` runs in one process.
+# are made once), saying why each skipped test skipped; `pytest -n 0` runs in one process.
 test: install
 	$(BIN)/lint-imports
 	$(BIN)/ruff check src tests
 	$(BIN)/ruff format --check src tests
-	$(BIN)/python -m pytest -q -n auto --dist loadfile
+	$(BIN)/python -m pytest -q -rs -n auto --dist loadfile
 
 lint: install
 	$(BIN)/ruff check src tests
