@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from reranklab.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from reranklab.evaluation.aggregate import aggregate_folds
@@ -33,8 +34,4 @@ __all__ = [
     "resolve_measures",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    if name not in _HOME:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(import_module(f"{__name__}.{_HOME[name]}"), name)
+__getattr__ = lazy_exports(__name__, _HOME)

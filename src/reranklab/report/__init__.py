@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from reranklab.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from reranklab.report.summary import is_first_stage, paired_p_value, row_key, summarize
@@ -11,9 +12,4 @@ if TYPE_CHECKING:
 # Loaded when first asked for: the workflow plans with `report.analyses.outputs` in every
 # Snakemake process, which must not pay for scipy and the summary (~1 s a process).
 __all__ = ["is_first_stage", "paired_p_value", "row_key", "summarize"]
-
-
-def __getattr__(name: str) -> Any:
-    if name not in __all__:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(import_module("reranklab.report.summary"), name)
+__getattr__ = lazy_exports(__name__, dict.fromkeys(__all__, "summary"))

@@ -7,18 +7,15 @@ How pairs become model inputs (tokenising, caching, batching) is :mod:`reranklab
 
 from __future__ import annotations
 
-from typing import Any
+from reranklab.lazy import lazy_exports
 
 __all__ = ["Checkpointer", "TrainState", "rerank", "train_model"]
-
-
-def __getattr__(name: str) -> Any:
-    if name in ("train_model", "Checkpointer", "TrainState"):
-        from reranklab.training import trainer
-
-        return getattr(trainer, name)
-    if name == "rerank":
-        from reranklab.training.inference import rerank
-
-        return rerank
-    raise AttributeError(f"module 'reranklab.training' has no attribute {name!r}")
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "Checkpointer": "trainer",
+        "TrainState": "trainer",
+        "train_model": "trainer",
+        "rerank": "inference",
+    },
+)
