@@ -156,6 +156,11 @@ def copy_working_tree(target: Path) -> None:
             shutil.copy(source, target / name, follow_symlinks=False)
 
 
+def _dvc_output(root: Path) -> Path:
+    """Where the study in ``root`` keeps what its two `dvc repro` printed: beside it, not in it."""
+    return root.parent / f"{root.name}.dvc-output.json"
+
+
 def _run_study(root: Path, tiny_bert: Path) -> None:
     """Run the sample study in ``root`` by `dvc repro`, twice; keep what DVC printed."""
     import yaml
@@ -183,7 +188,7 @@ def _run_study(root: Path, tiny_bert: Path) -> None:
     assert repro["returncode"] == 0, repro["stdout"][-3000:] + repro["stderr"][-5000:]
     # Straight away, before any test can touch a dependency of a stage.
     again = dvc_repro()
-    (root.parent / f"{root.name}.dvc-output.json").write_text(json.dumps([repro, again]))
+    _dvc_output(root).write_text(json.dumps([repro, again]))
 
 
 @pytest.fixture(scope="session")
@@ -196,7 +201,7 @@ def sample_study(tmp_path_factory, tiny_bert) -> SampleStudy:
     )
     repro, again = (
         subprocess.CompletedProcess(["dvc", "repro"], **done)
-        for done in json.loads((root.parent / "sample-study.dvc-output.json").read_text())
+        for done in json.loads(_dvc_output(root).read_text())
     )
     return SampleStudy(root, repro, again)
 
