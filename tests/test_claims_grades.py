@@ -28,7 +28,7 @@ from reranklab.report.claims import (
     load_claims,
     to_json,
 )
-from reranklab.report.evidence import load_evidence
+from reranklab.report.evidence import live_training, load_evidence
 
 REPO = Path(__file__).resolve().parents[1]
 MINILM = REPO / "studies" / "results" / "minilm-cpu"
@@ -198,6 +198,40 @@ def test_a_training_loss_that_did_not_fall_did_not_learn(tmp_path, rng):
     (grade,) = grade_claims([_claim()], load_evidence([folder]))
     assert grade.status == INCONCLUSIVE and "training loss did not fall" in grade.reason
     assert "0.6900 -> 0.7000 over 40 steps" in grade.reason
+
+
+def _train_stats(tmp_path: Path, losses: list[float]) -> Path:
+    """A finished cell's metrics file with one model whose loss curve is ``losses``."""
+    metrics = tmp_path / "results/cells/d/a-L128/metrics.json"
+    write_json(metrics, {"per_query": {}})
+    write_json(
+        tmp_path / "results/models/d/a-L128/seed1/fold0/train_stats.json",
+        {
+            "seed": 1,
+            "fold": 0,
+            "steps": 3 * len(losses),
+            "epochs": 2,
+            "loss_curve": [[3 * (i + 1), loss] for i, loss in enumerate(losses)],
+        },
+    )
+    return metrics
+
+
+def test_a_noisy_falling_loss_is_read_over_a_tenth_of_the_curve_not_one_window(tmp_path):
+    # The shape of the MarkedBERT WikiQA run whose epoch means fell 0.68 -> 0.51 but whose last
+    # 3-step window (0.935) was above its first (0.698): read from one window each, "did not fall".
+    rng = np.random.default_rng(3)
+    losses = list(np.linspace(0.69, 0.50, 85) + rng.normal(0.0, 0.08, 85))
+    losses[0], losses[-1] = 0.698, 0.935
+    (model,) = live_training(_train_stats(tmp_path, losses))
+    assert model["loss_start"] == pytest.approx(np.mean(losses[:8]))
+    assert model["loss_end"] == pytest.approx(np.mean(losses[-8:]))
+    assert model["loss_end"] < model["loss_start"]
+    assert model["loss_curve"][-1] == [255, 0.935]  # recorded, so the check can be recomputed
+    # A curve that drifts up under the same noise still did not fall.
+    rising = list(np.linspace(0.66, 0.76, 85) + rng.normal(0.0, 0.02, 85))
+    (model,) = live_training(_train_stats(tmp_path / "rising", rising))
+    assert model["loss_end"] > model["loss_start"]
 
 
 def test_what_is_not_recorded_is_said_not_invented(tmp_path, rng):

@@ -12,7 +12,8 @@ Grading a number needs a summary row; grading a claim needs more: each row's per
   [{epoch, steps, seconds, batches_per_s}, ...]}``), ``random_order.json`` (``{row key: {qid:
   {measure: expected value of a random ordering of the row's candidates}}}``),
   ``training.json`` (``{row key: [{fold, seed, fine_tuned, steps, epochs, loss_start,
-  loss_end}, ...]}``: did each model's training loss fall), ``per_seed.json`` (``{row key:
+  loss_end, loss_curve}, ...]}``: did each model's training loss fall; start and end are the
+  means of the curve's first and last tenth), ``per_seed.json`` (``{row key:
   {seed: {measure: value}}}``, the cells run with several seeds) and ``provenance.json``
   (commit, command, machine, wall time, and what else ran on the machine meanwhile).
 
@@ -33,6 +34,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
+from statistics import fmean
 from typing import Any
 
 from reranklab.errors import FormatError
@@ -124,15 +126,33 @@ def live_timings(metrics_path: Path) -> list[dict[str, Any]]:
     return speeds
 
 
+# The share of a loss curve averaged at each end to tell whether the loss fell. One point is the
+# mean of a few steps (3 of 16 pairs in the MiniLM studies): too noisy to compare alone, and a
+# falling curve (epoch means 0.64 -> 0.50) read as "did not fall" from its last window.
+LOSS_WINDOW = 0.1
+
+
 def _losses(stats: Mapping[str, Any]) -> tuple[float | None, float | None]:
-    """The training loss near the start and at the end: the loss curve's first and last points
-    (each the mean of a window of steps), else the first and last epoch's mean loss."""
+    """The training loss near the start and at the end: the mean of the first and of the last
+    tenth of the loss curve's points (at least one each; every point the mean of a window of
+    steps), else the first and last epoch's mean loss.
+
+    Example:
+        A falling curve whose very last window spikes (20 points: the tenth is 2 of them):
+
+        >>> losses = [0.70, 0.68] + [0.60] * 16 + [0.40, 0.93]
+        >>> [round(x, 3) for x in _losses({"loss_curve": list(enumerate(losses))})]
+        [0.69, 0.665]
+        >>> _losses({"loss_curve": [[1, 0.7]], "epoch_losses": [0.64, 0.5]})
+        (0.64, 0.5)
+    """
     curve = [point[1] for point in stats.get("loss_curve") or [] if point[1] is not None]
     if len(curve) < 2:
         curve = [loss for loss in stats.get("epoch_losses") or [] if loss is not None]
     if len(curve) < 2:
         return None, None
-    return float(curve[0]), float(curve[-1])
+    width = max(1, int(len(curve) * LOSS_WINDOW))
+    return fmean(curve[:width]), fmean(curve[-width:])
 
 
 def live_training(metrics_path: Path) -> list[dict[str, Any]]:
@@ -152,6 +172,8 @@ def live_training(metrics_path: Path) -> list[dict[str, Any]]:
                 "epochs": stats.get("epochs"),
                 "loss_start": start,
                 "loss_end": end,
+                # Kept so that a recorded study's check can be recomputed (LOSS_WINDOW).
+                "loss_curve": stats.get("loss_curve"),
             }
         )
     return records

@@ -9,8 +9,9 @@ any difference it shows is noise about the papers. :func:`check_cell` says so, f
   evaluation, :mod:`reranklab.evaluation.random_order`): the cell must be significantly above
   it on the claim's measure (one-sided paired t-test at the claims' alpha, uncorrected: a
   sanity gate on the cell, not one of the study's findings);
-- each fold (and seed) model's training loss near the start and at the end: it must have
-  fallen.
+- each fold (and seed) model's training loss near the start and at the end (the means of the
+  first and the last tenth of its loss curve, :func:`reranklab.report.evidence.live_training`):
+  it must have fallen.
 
 A first-stage row (BM25, the candidate pool) trains nothing and is never checked; nor is a
 cell whose every model says ``fine_tuned: false``. What is not recorded (results recorded
