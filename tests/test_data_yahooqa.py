@@ -4,14 +4,12 @@ pickles crafted to run code, which must be refused without running anything."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import pickle
 import pickletools
 from collections import Counter
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
@@ -24,22 +22,13 @@ from reranklab.data.yahooqa import URL, YahooQA, build, pool_order
 from reranklab.errors import ConfigError, DownloadError, FormatError
 from reranklab.io import rank_order, read_corpus, read_json, read_qrels, read_queries, read_run
 from reranklab.io.safe_pickle import load_pickle
+from tests.helpers_scripts import load_script
 
 FIXTURES = Path(__file__).parent / "fixtures"
 FIXTURE = FIXTURES / "yahooqa" / "env.pkl"
 
 
-def _script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "make_env_pkl", FIXTURES / "yahooqa" / "make_env_pkl.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-MAKE = _script()
+MAKE = load_script(FIXTURES / "yahooqa" / "make_env_pkl.py", "make_env_pkl")
 
 
 @pytest.fixture

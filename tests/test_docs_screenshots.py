@@ -3,21 +3,19 @@ and its refusals (a missing or foreign results folder), without a browser or a s
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
+
+from tests.helpers_scripts import load_script
 
 SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "screenshots.py"
 
 
 @pytest.fixture(scope="module")
 def screenshots():
-    spec = importlib.util.spec_from_file_location("screenshots_script", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(SCRIPT, "screenshots_script")
 
 
 def _finished(results: Path, title: str) -> Path:

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pandas as pd
@@ -13,6 +12,7 @@ from reranklab.io import write_json
 from reranklab.models.marking import add_marker_tokens
 from reranklab.models.reranker import CrossEncoderReranker
 from reranklab.models.tiny import tiny_encoder
+from tests.helpers_scripts import load_script
 
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "marked_window.py"
 WORDS = ["ghost", "town", "urban", "area", "an", "old", "meaning", "of", "a", "word"]
@@ -20,10 +20,7 @@ WORDS = ["ghost", "town", "urban", "area", "an", "old", "meaning", "of", "a", "w
 
 @pytest.fixture(scope="module")
 def script():
-    spec = importlib.util.spec_from_file_location("marked_window_script", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(SCRIPT, "marked_window_script")
 
 
 def _study(root: Path, max_length: int) -> Path:
