@@ -16,26 +16,20 @@ Usage (from a finished ``make minilm-markedbert2020`` folder; studies/minilm/REA
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 import numpy as np
 
 from reranklab.features.tokenize import encode_text_pairs
-from reranklab.io import read_queries
+from reranklab.io import read_corpus, read_json, read_queries, read_run
 from reranklab.models.marking import Marker, resolve_stopwords
 from reranklab.models.registry import load_model
 
 
 def _test_pairs(results: Path, dataset: str) -> list[tuple[str, str]]:
-    test = set(json.loads((results / "data" / dataset / "split.json").read_text())["test"])
-    run = results / "first_stage" / dataset / "candidates.run"
-    pairs = []
-    for line in run.read_text().splitlines():
-        query, _, passage, *_ = line.split()
-        if query in test:
-            pairs.append((query, passage))
-    return pairs
+    test = read_json(results / "data" / dataset / "split.json")["test"]
+    run = read_run(results / "first_stage" / dataset / "candidates.run")
+    return [(query, passage) for query in test for passage in run.get(query, {})]
 
 
 def _passage_pieces(encoded, markers: set[int]) -> np.ndarray:
@@ -51,8 +45,6 @@ def _passage_pieces(encoded, markers: set[int]) -> np.ndarray:
 
 def measure(results: Path, dataset: str) -> dict[str, float]:
     """The means over the test candidates of ``dataset`` in the study's ``results`` folder."""
-    import pandas as pd
-
     model_dir = next((results / "models" / dataset).glob("marked-L*/*/fold*"))
     model = load_model(model_dir)
     tokenizer, max_length = model.tokenizer, int(model.max_length)
@@ -63,8 +55,7 @@ def measure(results: Path, dataset: str) -> dict[str, float]:
     )
     markers = {i for token, i in tokenizer.get_vocab().items() if token.startswith(("[e", "[/e"))}
     queries = read_queries(results / "data" / dataset / "queries.tsv")
-    corpus = pd.read_parquet(results / "data" / dataset / "corpus.parquet")
-    texts = dict(zip(corpus["pid"].astype(str), corpus["text"], strict=True))
+    texts = read_corpus(results / "data" / dataset / "corpus.parquet")
     pairs = [(queries[q], texts[p]) for q, p in _test_pairs(results, dataset)]
     plain = encode_text_pairs(tokenizer, pairs, max_length, progress=False)
     marked = encode_text_pairs(
