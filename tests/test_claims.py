@@ -267,6 +267,29 @@ def test_a_live_results_folder_and_its_record_grade_the_same(tmp_path, rng, monk
     assert not grade_live.notes  # nothing left unrecorded
 
 
+def test_a_study_is_recorded_from_its_own_folder_not_the_working_directory(tmp_path, monkeypatch):
+    """metrics_path is relative to the study: a checkout's own results/ of the same names (the
+    quick start's BM25 over 100 queries) must not stand in for the study's (all of its)."""
+
+    def cell(root, qids):
+        per_query = {q: {"MAP": 0.2} for q in qids}
+        write_json(root / "results/cells/d/bm25/metrics.json", {"per_query": per_query})
+
+    study, checkout = tmp_path / "study", tmp_path / "checkout"
+    cell(study, QIDS)
+    cell(checkout, QIDS[:2])  # the working directory's file of the same name
+    row = {"dataset": "d", "variant": "bm25", "key": "d/bm25", "first_stage": True}
+    row |= {"study": "p", "metrics_path": "results/cells/d/bm25/metrics.json"}
+    write_json(study / "results/summary.json", {"title": "p", "rows": [{**row, "n_queries": 40}]})
+    monkeypatch.chdir(checkout)
+    record(study / "results/summary.json", "rec", "make it")
+    assert set(json.loads((checkout / "rec/per_query.json").read_text())["d/bm25"]) == set(QIDS)
+    # A row whose per-query values do not cover its queries is refused, naming the row.
+    write_json(study / "results/summary.json", {"title": "p", "rows": [{**row, "n_queries": 41}]})
+    with pytest.raises(FormatError, match="40 per-query values for a row of 41 queries"):
+        record(study / "results/summary.json", "rec", "make it")
+
+
 def test_a_number_measured_with_another_encoder_is_not_comparable():
     entry = Entry(
         "published",

@@ -94,9 +94,11 @@ class Evidence:
 
 
 def _resolve(path: str, summary: Path) -> Path:
-    # metrics_path is relative to the study folder (the summary's parent's parent).
+    # metrics_path is relative to the study folder (the summary's parent's parent), never to the
+    # working directory: a checkout's own results/ (the quick start's) holds files of the same
+    # names, and reading those recorded a study's BM25 row with the quick start's 100 queries.
     candidate = Path(path)
-    if candidate.is_absolute() or candidate.exists():
+    if candidate.is_absolute():
         return candidate
     return summary.parent.parent / candidate
 
@@ -312,6 +314,12 @@ def record(
         if values is None:
             raise FormatError(
                 row.get("metrics_path") or summary, None, "no per-query values for this row"
+            )
+        if row.get("n_queries") is not None and len(values) != row["n_queries"]:
+            raise FormatError(
+                row.get("metrics_path") or summary,
+                None,
+                f"{len(values)} per-query values for a row of {row['n_queries']} queries ({key})",
             )
         per_query[key] = values
         if evidence.speeds(row):
