@@ -30,4 +30,6 @@ def replace_section(text: str, name: str, section: str, source: object = "file")
     marks = [i for i, line in enumerate(lines) if line.strip() in (start, end)]
     if len(marks) != 2 or lines[marks[0]].strip() != start:
         raise ConfigError(f"{source}: needs one line {start} and, after it, one line {end}")
+    # The end marker keeps a line of its own whether or not the section ends with a newline.
+    section = section if not section or section.endswith("\n") else section + "\n"
     return "".join(lines[: marks[0] + 1]) + section + "".join(lines[marks[1] :])

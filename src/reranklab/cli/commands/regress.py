@@ -59,14 +59,16 @@ def _add_outputs(parser: argparse.ArgumentParser) -> None:
         "--readme",
         default=None,
         help="rewrite the generated tables of this file (README.md: the quick start's) between "
-        "its regress:quickstart, regress:matrix and regress:claims markers; implies --all-studies",
+        "its regress:quickstart, regress:matrix, regress:learned and regress:claims markers; "
+        "implies --all-studies",
     )
     parser.add_argument(
         "--docs",
         default=None,
         metavar="DIR",
-        help="rewrite the generated tables of the Markdown pages under DIR (docs/: the matrix and "
-        "the findings) between their regress:* markers; implies --all-studies",
+        help="rewrite the generated tables of the Markdown pages under DIR (docs/: the matrix, "
+        "whether each trained cell learned, and the findings) between their regress:* markers; "
+        "implies --all-studies",
     )
     parser.add_argument(
         "--out",
@@ -180,7 +182,7 @@ def _write_markdown(out: str, grades: list, graded_claims: list) -> None:
     log.info("regression report written to %s", out)
 
 
-SECTIONS = ("regress:quickstart", "regress:matrix", "regress:claims")
+SECTIONS = ("regress:quickstart", "regress:matrix", "regress:learned", "regress:claims")
 """The generated sections a page may hold, each between its start and end markers."""
 
 
@@ -195,7 +197,7 @@ def _rewrite_page(page: Path, grades: list, graded_claims: list, evidence: Any) 
     """Replace the generated tables of ``page`` that it has markers for (at least one)."""
     from reranklab.errors import ConfigError
     from reranklab.io import atomic_write_text, markers
-    from reranklab.report import regress
+    from reranklab.report import learned, regress
     from reranklab.report.quickstart_table import format_quickstart
 
     text = page.read_text(encoding="utf-8")
@@ -208,6 +210,9 @@ def _rewrite_page(page: Path, grades: list, graded_claims: list, evidence: Any) 
     tables = {
         "regress:matrix": regress.format_readme(grades),
         "regress:claims": _claims_section(graded_claims, evidence) if graded_claims else None,
+        "regress:learned": learned.format_markdown(learned.learned_rows(evidence))
+        if evidence.rows
+        else None,
         "regress:quickstart": format_quickstart(evidence),
     }
     for name in present:

@@ -1,0 +1,262 @@
+"""Did each trained model learn? Every trained cell against its first stage and a random order.
+
+The claims (:mod:`reranklab.report.claims`) compare two cells; this table checks each trained
+cell of a study on its own, the floor every comparison stands on. A fine-tuned cross-encoder
+that does not beat the candidates' own order (BM25's, or the dataset's pool) has not learned
+what the papers' models learned; a frozen-encoder head or a word-vector model must at least beat
+a random ordering of its candidates. For each trained row, on one measure (MAP by default):
+
+- its value (each query's mean over the seeds) against its first stage's on the same queries:
+  a one-sided paired t-test, Holm-corrected over the study's trained rows;
+- against each query's expected value under a random ordering of its candidates (recorded by
+  the evaluation), tested and corrected alike;
+- each seed's overall value against the first stage's: a cell above it on the mean can hold a
+  seed that is not (a seed that did not learn), which the mean hides;
+- its models' training loss, the means of the first and the last tenth of each loss curve.
+
+Its verdict is ``above first stage`` (significant, every seed above, every loss fell), ``above
+first stage, not every seed`` (significant on the mean, a seed at or below it), ``above random
+only``, ``did not learn`` (not above random, or a loss that did not fall) or ``not recorded``.
+First stages and models that train nothing are left out.
+
+Example:
+    >>> from reranklab.report.evidence import Evidence
+    >>> learned_rows(Evidence(rows=[]))
+    []
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from statistics import fmean
+from typing import Any
+
+import numpy as np
+
+from reranklab.report.evidence import Evidence
+from reranklab.report.learning import fine_tuned
+from reranklab.report.significance import correct, one_sided_t
+
+MEASURE = "MAP"
+ALPHA = 0.05
+
+ABOVE_FIRST_STAGE = "above first stage"
+SEED_BELOW = "above first stage, not every seed"
+ABOVE_RANDOM = "above random only"
+DID_NOT_LEARN = "did not learn"
+NOT_RECORDED = "not recorded"
+
+
+@dataclass(frozen=True)
+class Learned:
+    """One trained cell's check (``p_*`` Holm-corrected once :func:`learned_rows` returns).
+
+    Args:
+        study: the row's study.
+        key: the row's key (``dataset/variant/L<length>``).
+        first_stage: the key of the first stage it is compared with (``None``: none found).
+        value: the cell's measure (mean over queries of each query's mean over seeds).
+        first_value: the first stage's on the same queries.
+        random_value: a random ordering's expected value on the same queries.
+        seeds: each seed's overall value (``{}``: one seed, or not recorded).
+        n: the queries compared.
+        loss: ``(start, end)`` means over the models of their first and last tenth's loss.
+        loss_fell: whether every model's loss fell (``None``: no loss recorded).
+        p_first: the corrected p of *above the first stage*.
+        p_random: the corrected p of *above a random ordering*.
+        verdict: see the module docstring.
+    """
+
+    study: str
+    key: str
+    first_stage: str | None
+    value: float | None = None
+    first_value: float | None = None
+    random_value: float | None = None
+    seeds: dict[str, float] = field(default_factory=dict)
+    n: int = 0
+    loss: tuple[float, float] | None = None
+    loss_fell: bool | None = None
+    p_first: float | None = None
+    p_random: float | None = None
+    verdict: str = NOT_RECORDED
+
+    @property
+    def seeds_below(self) -> list[str]:
+        """The seeds at or below the first stage's value."""
+        if self.first_value is None:
+            return []
+        return [seed for seed, value in self.seeds.items() if value <= self.first_value]
+
+
+def _first_stage(row: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> Mapping | None:
+    # The summary names each cell's first stage (baseline); older rows: the dataset's only one.
+    stages = [
+        r
+        for r in rows
+        if r.get("first_stage")
+        and r.get("study") == row.get("study")
+        and r.get("dataset") == row.get("dataset")
+    ]
+    named = [r for r in stages if r.get("key") == row.get("baseline")]
+    return (named or stages or [None])[0] if named or len(stages) == 1 else None
+
+
+def _values(values: Mapping[str, Mapping[str, float]] | None, measure: str) -> dict[str, float]:
+    return {q: float(v[measure]) for q, v in (values or {}).items() if v.get(measure) is not None}
+
+
+def _loss(trainings: Sequence[Mapping[str, Any]] | None) -> tuple[tuple | None, bool | None]:
+    pairs = [
+        (float(t["loss_start"]), float(t["loss_end"]))
+        for t in trainings or []
+        if t.get("loss_start") is not None and t.get("loss_end") is not None
+    ]
+    if not pairs:
+        return None, None
+    mean = (fmean(s for s, _ in pairs), fmean(e for _, e in pairs))
+    return mean, all(end < start for start, end in pairs)
+
+
+def _check(
+    row: Mapping[str, Any], rows: Sequence[Mapping[str, Any]], evidence: Evidence, measure: str
+) -> Learned:
+    """One row's values and raw (uncorrected) p-values."""
+    stage = _first_stage(row, rows)
+    learned = Learned(str(row.get("study")), str(row.get("key")), stage and stage.get("key"))
+    loss, fell = _loss(evidence.trainings(row))
+    learned = replace(learned, loss=loss, loss_fell=fell)
+    cell = _values(evidence.queries(row), measure)
+    first = _values(evidence.queries(stage), measure) if stage else {}
+    if not cell or not first or set(cell) != set(first):
+        return learned  # never compared on a part of the queries
+    queries = sorted(cell)
+    xs = np.array([cell[q] for q in queries])
+    fs = np.array([first[q] for q in queries])
+    seeds = {
+        str(seed): float(values[measure])
+        for seed, values in evidence.seed_values(row).items()
+        if values.get(measure) is not None
+    }
+    learned = replace(
+        learned,
+        value=float(xs.mean()),
+        first_value=float(fs.mean()),
+        seeds=seeds,
+        n=len(queries),
+        p_first=one_sided_t(xs - fs, 0.0, "greater"),
+    )
+    random = _values(evidence.random_order(row), measure)
+    if set(queries) <= set(random):
+        rs = np.array([random[q] for q in queries])
+        learned = replace(
+            learned, random_value=float(rs.mean()), p_random=one_sided_t(xs - rs, 0.0, "greater")
+        )
+    return learned
+
+
+def _verdict(learned: Learned, alpha: float) -> str:
+    if learned.p_first is None:
+        return NOT_RECORDED
+    if learned.loss_fell is False:
+        return DID_NOT_LEARN
+    if learned.p_first < alpha:
+        return SEED_BELOW if learned.seeds_below else ABOVE_FIRST_STAGE
+    if learned.p_random is not None and learned.p_random < alpha:
+        return ABOVE_RANDOM
+    return DID_NOT_LEARN if learned.p_random is not None else NOT_RECORDED
+
+
+def learned_rows(
+    evidence: Evidence, measure: str = MEASURE, alpha: float = ALPHA, correction: str = "holm"
+) -> list[Learned]:
+    """Every trained row's check, its p-values corrected over its study's trained rows.
+
+    Args:
+        evidence: the studies' rows and recorded per-query values (:func:`load_evidence`).
+        measure: the measure compared (each row must hold it per query).
+        alpha: the significance level of the verdicts.
+        correction: ``holm``, ``bonferroni`` or ``none`` (statsmodels' ``multipletests``).
+
+    Returns:
+        One :class:`Learned` per trained row, in the evidence's order.
+    """
+    rows = evidence.rows
+    checked = [
+        _check(row, rows, evidence, measure)
+        for row in rows
+        if fine_tuned(row, evidence.trainings(row))
+    ]
+    for study in dict.fromkeys(c.study for c in checked):
+        for name in ("p_first", "p_random"):
+            family = [
+                i
+                for i, c in enumerate(checked)
+                if c.study == study and getattr(c, name) is not None
+            ]
+            if not family:
+                continue
+            ps = correct([getattr(checked[i], name) for i in family], correction, alpha)
+            for i, p in zip(family, ps, strict=True):
+                checked[i] = replace(checked[i], **{name: p})
+    return [replace(c, verdict=_verdict(c, alpha)) for c in checked]
+
+
+def _f(value: float | None) -> str:
+    return "–" if value is None else f"{value:.3f}"
+
+
+def _p(value: float | None) -> str:
+    if value is None:
+        return "–"
+    return "<0.001" if value < 0.001 else f"{value:.3f}"
+
+
+def _seeds_text(learned: Learned) -> str:
+    if not learned.seeds:
+        return "1 seed"
+    above = len(learned.seeds) - len(learned.seeds_below)
+    each = ", ".join(f"{seed}: {value:.3f}" for seed, value in sorted(learned.seeds.items()))
+    return f"{above}/{len(learned.seeds)} ({each})"
+
+
+def _loss_text(learned: Learned) -> str:
+    if learned.loss is None:
+        return "not recorded"
+    start, end = learned.loss
+    return f"{start:.3f} → {end:.3f}" + ("" if learned.loss_fell else " (a model's did not fall)")
+
+
+def counts(checked: Sequence[Learned]) -> dict[str, int]:
+    """How many rows got each verdict (every verdict listed, in order)."""
+    verdicts = (ABOVE_FIRST_STAGE, SEED_BELOW, ABOVE_RANDOM, DID_NOT_LEARN, NOT_RECORDED)
+    return {v: sum(c.verdict == v for c in checked) for v in verdicts}
+
+
+def format_markdown(checked: Sequence[Learned], measure: str = MEASURE) -> str:
+    """The table of the checks, after a line counting the verdicts.
+
+    Example:
+        >>> format_markdown([])
+        'No trained cell was recorded.'
+    """
+    if not checked:
+        return "No trained cell was recorded."
+    tally = ", ".join(f"{n} {verdict}" for verdict, n in counts(checked).items() if n)
+    lines = [
+        f"{len(checked)} trained cells: {tally} ({measure}; p one-sided, Holm-corrected over each "
+        "study's trained cells; seeds: how many are above the first stage, and each one's value).",
+        "",
+        f"| verdict | study | cell | {measure} | first stage | {measure} (first stage) | p | "
+        f"random order | p | seeds above first stage | training loss | n |",
+        "|---|---|---|---:|---|---:|---:|---:|---:|---|---|---:|",
+    ]
+    for c in checked:
+        verdict = c.verdict if c.verdict == ABOVE_FIRST_STAGE else f"**{c.verdict}**"
+        lines.append(
+            f"| {verdict} | {c.study} | {c.key} | {_f(c.value)} | {c.first_stage or '–'} | "
+            f"{_f(c.first_value)} | {_p(c.p_first)} | {_f(c.random_value)} | {_p(c.p_random)} | "
+            f"{_seeds_text(c)} | {_loss_text(c)} | {c.n or '–'} |"
+        )
+    return "\n".join(lines)

@@ -1,0 +1,122 @@
+"""Did each trained cell learn: above its first stage, above a random order, in every seed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy import stats
+from statsmodels.stats.multitest import multipletests
+
+from reranklab.io import write_json
+from reranklab.report.evidence import load_evidence
+from reranklab.report.learned import (
+    ABOVE_FIRST_STAGE,
+    ABOVE_RANDOM,
+    DID_NOT_LEARN,
+    NOT_RECORDED,
+    SEED_BELOW,
+    format_markdown,
+    learned_rows,
+)
+
+REPO = Path(__file__).resolve().parents[1]
+QIDS = [f"q{i}" for i in range(30)]
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(5)
+
+
+def _study(tmp_path: Path, cells: dict[str, dict], first: np.ndarray) -> Path:
+    """A recorded study of dataset d: BM25 (the first stage) and the given trained cells, each
+    ``{"map": per-query values, "random": ..., "seeds": {seed: MAP}, "loss": (start, end)}``."""
+    rows = [{"dataset": "d", "variant": "bm25", "key": "d/bm25", "first_stage": True}]
+    per_query = {"d/bm25": {q: {"MAP": float(v)} for q, v in zip(QIDS, first, strict=True)}}
+    random, training, per_seed = {}, {}, {}
+    for variant, cell in cells.items():
+        key = f"d/{variant}/L64"
+        rows.append({"dataset": "d", "variant": variant, "key": key, "baseline": "d/bm25"})
+        per_query[key] = {q: {"MAP": float(v)} for q, v in zip(QIDS, cell["map"], strict=True)}
+        random[key] = {q: {"MAP": float(v)} for q, v in zip(QIDS, cell["random"], strict=True)}
+        per_seed[key] = {seed: {"MAP": value} for seed, value in cell.get("seeds", {}).items()}
+        start, end = cell.get("loss", (0.7, 0.4))
+        training[key] = [{"seed": 1, "steps": 90, "loss_start": start, "loss_end": end}]
+    for row in rows:
+        row |= {"study": "s", "n_queries": len(QIDS)}
+    folder = tmp_path / "s"
+    write_json(folder / "summary.json", {"title": "s", "rows": rows})
+    for name, content in (
+        ("per_query.json", per_query),
+        ("random_order.json", random),
+        ("training.json", training),
+        ("per_seed.json", per_seed),
+    ):
+        write_json(folder / name, content)
+    return folder
+
+
+def test_each_trained_cell_gets_its_verdict(tmp_path, rng):
+    first = rng.uniform(0.2, 0.4, len(QIDS))
+    noise = rng.normal(0.0, 0.05, len(QIDS))
+    rand = first - 0.15
+    cells = {
+        "good": {"map": first + 0.2 + noise, "random": rand, "seeds": {"1": 0.6, "2": 0.5}},
+        # Above the first stage on the mean, but seed 42 is not: the mean hides it.
+        "one_seed": {"map": first + 0.2 + noise, "random": rand, "seeds": {"1": 0.7, "42": 0.2}},
+        "weak": {"map": first - 0.05 + noise, "random": rand},
+        "flat": {"map": first + 0.2 + noise, "random": rand, "loss": (0.69, 0.70)},
+        "chance": {"map": rand + noise, "random": rand},
+    }
+    checked = learned_rows(load_evidence([_study(tmp_path, cells, first)]))
+    verdicts = {c.key.split("/")[1]: c.verdict for c in checked}
+    assert verdicts == {
+        "good": ABOVE_FIRST_STAGE,
+        "one_seed": SEED_BELOW,
+        "weak": ABOVE_RANDOM,
+        "flat": DID_NOT_LEARN,  # its loss did not fall
+        "chance": DID_NOT_LEARN,
+    }
+    assert [c.seeds_below for c in checked] == [[], ["42"], [], [], []]
+    assert all(c.first_stage == "d/bm25" and c.n == len(QIDS) for c in checked)
+    table = format_markdown(checked)
+    assert "1/2 (1: 0.700, 42: 0.200)" in table
+    assert "**above first stage, not every seed**" in table
+    assert table.startswith("5 trained cells: 1 above first stage, 1 above first stage, not every")
+
+
+def test_the_p_values_are_one_sided_and_holm_corrected_over_the_study(tmp_path, rng):
+    first = rng.uniform(0.2, 0.4, len(QIDS))
+    a = first + rng.normal(0.03, 0.08, len(QIDS))
+    b = first + rng.normal(0.01, 0.08, len(QIDS))
+    rand = first - 0.1
+    folder = _study(
+        tmp_path, {"a": {"map": a, "random": rand}, "b": {"map": b, "random": rand}}, first
+    )
+    checked = learned_rows(load_evidence([folder]))
+    raw = [stats.ttest_rel(x, first, alternative="greater").pvalue for x in (a, b)]
+    holm = multipletests(raw, method="holm")[1]
+    assert [c.p_first for c in checked] == pytest.approx(list(holm))
+
+
+def test_first_stages_are_left_out_and_unpaired_queries_are_not_compared(tmp_path, rng):
+    first = rng.uniform(0.2, 0.4, len(QIDS))
+    folder = _study(tmp_path, {"a": {"map": first + 0.1, "random": first}}, first)
+    evidence = load_evidence([folder])
+    assert [c.key for c in learned_rows(evidence)] == ["d/a/L64"]
+    trained = evidence.rows[1]
+    evidence.per_query[id(trained)] = dict(list(evidence.queries(trained).items())[:-1])
+    (check,) = learned_rows(evidence)
+    assert check.verdict == NOT_RECORDED and check.p_first is None
+
+
+def test_the_recorded_wikiqa_markedbert_is_above_random_only_with_one_seed_below():
+    """The recorded run's case: seed 42 of MarkedBERT at 1e-4 stayed below the pool order."""
+    folder = REPO / "studies/results/minilm-cpu/markedbert2020"
+    checked = {c.key: c for c in learned_rows(load_evidence([folder]))}
+    marked = checked["wikiqa/marked/L64"]
+    assert marked.verdict == ABOVE_RANDOM and marked.seeds_below == ["42"]
+    assert checked["insuranceqa/marked/L64"].verdict == ABOVE_FIRST_STAGE
+    assert checked["insuranceqa/marked/L64"].n == 500
