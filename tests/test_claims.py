@@ -401,18 +401,6 @@ def test_every_claim_compares_cells_of_its_papers_study():
         assert claim.dataset in study["datasets"], claim.id
 
 
-def test_the_readme_tables_are_the_commands_output(tmp_path, monkeypatch):
-    """README.md's matrix and claims tables are `make readme-tables`' output, never pasted."""
-    import shutil
-
-    monkeypatch.chdir(REPO)
-    readme = tmp_path / "README.md"
-    shutil.copy(REPO / "README.md", readme)
-    recorded = sorted(str(p.parent) + "/" for p in REPO.glob("studies/results/*/*/summary.json"))
-    main(["regress", "--summary", *recorded, "--readme", str(readme), "--exit-zero"])
-    assert readme.read_text() == (REPO / "README.md").read_text(), "run: make readme-tables"
-
-
 def test_the_recorded_minilm_studies_grade_to_a_markdown_report(tmp_path):
     """`regress --out` over the recorded MiniLM studies: their papers' entries include ones
     without a reranklab variant (NOT REPRODUCIBLE), which the Markdown table must still print."""
