@@ -100,7 +100,9 @@ def _first_stage(row: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> M
         and r.get("dataset") == row.get("dataset")
     ]
     named = [r for r in stages if r.get("key") == row.get("baseline")]
-    return (named or stages or [None])[0] if named or len(stages) == 1 else None
+    if named:
+        return named[0]
+    return stages[0] if len(stages) == 1 else None
 
 
 def _values(values: Mapping[str, Mapping[str, float]] | None, measure: str) -> dict[str, float]:
