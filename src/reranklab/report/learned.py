@@ -29,13 +29,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from statistics import fmean
 from typing import Any
 
 import numpy as np
 
 from reranklab.report.evidence import Evidence
-from reranklab.report.learning import fine_tuned
+from reranklab.report.learning import fine_tuned, loss_means
 from reranklab.report.significance import correct, one_sided_t
 
 MEASURE = "MAP"
@@ -109,25 +108,13 @@ def _values(values: Mapping[str, Mapping[str, float]] | None, measure: str) -> d
     return {q: float(v[measure]) for q, v in (values or {}).items() if v.get(measure) is not None}
 
 
-def _loss(trainings: Sequence[Mapping[str, Any]] | None) -> tuple[tuple | None, bool | None]:
-    pairs = [
-        (float(t["loss_start"]), float(t["loss_end"]))
-        for t in trainings or []
-        if t.get("loss_start") is not None and t.get("loss_end") is not None
-    ]
-    if not pairs:
-        return None, None
-    mean = (fmean(s for s, _ in pairs), fmean(e for _, e in pairs))
-    return mean, all(end < start for start, end in pairs)
-
-
 def _check(
     row: Mapping[str, Any], rows: Sequence[Mapping[str, Any]], evidence: Evidence, measure: str
 ) -> Learned:
     """One row's values and raw (uncorrected) p-values."""
     stage = _first_stage(row, rows)
     learned = Learned(str(row.get("study")), str(row.get("key")), stage and stage.get("key"))
-    loss, fell = _loss(evidence.trainings(row))
+    loss, fell = loss_means(evidence.trainings(row))
     learned = replace(learned, loss=loss, loss_fell=fell)
     cell = _values(evidence.queries(row), measure)
     first = _values(evidence.queries(stage), measure) if stage else {}

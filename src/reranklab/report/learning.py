@@ -49,6 +49,39 @@ def fine_tuned(row: Mapping[str, Any], trainings: Sequence[Mapping[str, Any]] | 
     return not trainings or any(t.get("fine_tuned", True) for t in trainings)
 
 
+def _losses(trainings: Sequence[Mapping[str, Any]] | None) -> list[tuple[float, float]]:
+    return [
+        (float(t["loss_start"]), float(t["loss_end"]))
+        for t in trainings or []
+        if t.get("loss_start") is not None and t.get("loss_end") is not None
+    ]
+
+
+def loss_means(
+    trainings: Sequence[Mapping[str, Any]] | None,
+) -> tuple[tuple[float, float] | None, bool | None]:
+    """The models' mean start and end loss, and whether every model's loss fell.
+
+    Args:
+        trainings: a cell's models, each with ``loss_start`` and ``loss_end`` (the means of the
+            first and last tenth of its loss curve); a model without them is left out.
+
+    Returns:
+        ``((mean start, mean end), every loss fell)``; ``(None, None)`` when no model has both.
+
+    Example:
+        >>> loss_means([{"loss_start": 0.75, "loss_end": 0.5}, {"loss_start": 0.5, "loss_end": 0.5}])
+        ((0.625, 0.5), False)
+        >>> loss_means(None)
+        (None, None)
+    """
+    pairs = _losses(trainings)
+    if not pairs:
+        return None, None
+    means = (fmean(start for start, _ in pairs), fmean(end for _, end in pairs))
+    return means, all(end < start for start, end in pairs)
+
+
 def _against_random(
     key: str,
     measure: str,
@@ -121,11 +154,11 @@ def check_cell(
         found, missing = _loss(key, trainings)
         problems += found
         notes += missing
-    details = {"p_above_random": p, "random_mean": mean_random}
-    if trainings:
-        starts = [t["loss_start"] for t in trainings if t.get("loss_start") is not None]
-        ends = [t["loss_end"] for t in trainings if t.get("loss_end") is not None]
-        details.update(
-            loss_start=fmean(starts) if starts else None, loss_end=fmean(ends) if ends else None
-        )
+    means, _ = loss_means(trainings)
+    details = {
+        "p_above_random": p,
+        "random_mean": mean_random,
+        "loss_start": means and means[0],
+        "loss_end": means and means[1],
+    }
     return CellCheck(tuple(problems), tuple(notes), p, mean_random, details)

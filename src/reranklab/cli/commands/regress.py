@@ -207,17 +207,20 @@ def _rewrite_page(page: Path, grades: list, graded_claims: list, evidence: Any) 
             f"{page}: holds none of the generated sections ({', '.join(SECTIONS)}): needs a line "
             "<!-- <section>:start --> and, after it, one line <!-- <section>:end -->"
         )
-    tables = {
-        "regress:matrix": regress.format_readme(grades),
-        "regress:claims": _claims_section(graded_claims, evidence) if graded_claims else None,
-        "regress:learned": learned.format_markdown(learned.learned_rows(evidence))
-        if evidence.rows
-        else None,
-        "regress:quickstart": format_quickstart(evidence),
+    # Each table is built only for a page that holds its section (the learned table regrades
+    # every trained cell; the matrix page needs none of it).
+    builders = {
+        "regress:matrix": lambda: regress.format_readme(grades),
+        "regress:claims": lambda: graded_claims and _claims_section(graded_claims, evidence),
+        "regress:learned": lambda: (
+            evidence.rows and learned.format_markdown(learned.learned_rows(evidence))
+        ),
+        "regress:quickstart": lambda: format_quickstart(evidence),
     }
     for name in present:
-        if tables[name]:  # no claims graded, no quick start given: the section is left as it is
-            text = markers.replace_section(text, name, tables[name], page)
+        table = builders[name]()
+        if table:  # no claims graded, no quick start given: the section is left as it is
+            text = markers.replace_section(text, name, table, page)
     atomic_write_text(page, text)
     log.info("the generated tables of %s rewritten (%s)", page, ", ".join(present))
 
