@@ -107,6 +107,11 @@ class VariantSpec:
             load only the passages their pairs name.
         fine_tunes: ``fine_tunes(training)``: whether a cell with these settings is trained;
             ``None`` = always (see the module docstring).
+        cross_encoder: a pre-trained encoder reads the question and the passage together and
+            is fine-tuned (BERT[PW], monoBERT, BERT-DMN, ...): such a cell must rank above its
+            first stage to count as learned; any other trained model (a head on a frozen
+            encoder, word vectors trained from scratch, a bi-encoder) above a random ordering
+            (:mod:`reranklab.report.learned`).
     """
 
     name: str
@@ -120,6 +125,7 @@ class VariantSpec:
     encode: Callable[..., Any] | None = None
     reads_collection: bool = False
     fine_tunes: Callable[[Mapping[str, Any]], bool] | None = None
+    cross_encoder: bool = False
 
     @property
     def defaults(self) -> dict[str, Any]:

@@ -19,6 +19,13 @@ first stage, not every seed`` (significant on the mean, a seed at or below it), 
 only``, ``did not learn`` (not above random, or a loss that did not fall) or ``not recorded``.
 First stages and models that train nothing are left out.
 
+Each cell also has a bar, the floor it must clear to count as learned: a fine-tuned
+cross-encoder (the registry's ``cross_encoder``) its first stage, since every paper's
+cross-encoder beats it; any other trained model (a lite head on a frozen encoder, QA-LSTM or
+K-NRM on word vectors trained from scratch, a bi-encoder) a random ordering, since no paper
+compares those with a first stage (BERT-DMN's Table 2 has no first-stage row). A variant the registry does not know (an alias recorded
+without its base) gets the stricter bar.
+
 Example:
     >>> from reranklab.report.evidence import Evidence
     >>> learned_rows(Evidence(rows=[]))
@@ -33,6 +40,8 @@ from typing import Any
 
 import numpy as np
 
+from reranklab.errors import ConfigError
+from reranklab.models.registry import get_variant
 from reranklab.report.evidence import Evidence
 from reranklab.report.learning import fine_tuned, loss_means
 from reranklab.report.significance import correct, one_sided_t
@@ -45,6 +54,9 @@ SEED_BELOW = "above first stage, not every seed"
 ABOVE_RANDOM = "above random only"
 DID_NOT_LEARN = "did not learn"
 NOT_RECORDED = "not recorded"
+
+FIRST_STAGE_BAR = "first stage"
+RANDOM_BAR = "random order"
 
 
 @dataclass(frozen=True)
@@ -65,6 +77,8 @@ class Learned:
         p_first: the corrected p of *above the first stage*.
         p_random: the corrected p of *above a random ordering*.
         verdict: see the module docstring.
+        bar: the floor it must clear, ``first stage`` or ``random order`` (:func:`bar`).
+        clears_bar: whether it does (``False`` until :func:`learned_rows` decides).
     """
 
     study: str
@@ -80,6 +94,8 @@ class Learned:
     p_first: float | None = None
     p_random: float | None = None
     verdict: str = NOT_RECORDED
+    bar: str = FIRST_STAGE_BAR
+    clears_bar: bool = False
 
     @property
     def seeds_below(self) -> list[str]:
@@ -87,6 +103,22 @@ class Learned:
         if self.first_value is None:
             return []
         return [seed for seed, value in self.seeds.items() if value <= self.first_value]
+
+
+def bar(row: Mapping[str, Any]) -> str:
+    """The floor a trained row must clear (see the module docstring).
+
+    Example:
+        >>> bar({"variant": "dmn"}), bar({"variant": "dmn_lite"}), bar({"variant": "knrm"})
+        ('first stage', 'random order', 'random order')
+        >>> bar({"variant": "bertsel_epoch5"}), bar({"variant": "x", "base": "bertsel"})
+        ('first stage', 'first stage')
+    """
+    try:
+        spec = get_variant(str(row.get("base") or row.get("variant")))
+    except ConfigError:
+        return FIRST_STAGE_BAR
+    return FIRST_STAGE_BAR if spec.cross_encoder else RANDOM_BAR
 
 
 def _first_stage(row: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> Mapping | None:
@@ -113,7 +145,9 @@ def _check(
 ) -> Learned:
     """One row's values and raw (uncorrected) p-values."""
     stage = _first_stage(row, rows)
-    learned = Learned(str(row.get("study")), str(row.get("key")), stage and stage.get("key"))
+    learned = Learned(
+        str(row.get("study")), str(row.get("key")), stage and stage.get("key"), bar=bar(row)
+    )
     loss, fell = loss_means(evidence.trainings(row))
     learned = replace(learned, loss=loss, loss_fell=fell)
     cell = _values(evidence.queries(row), measure)
@@ -157,6 +191,14 @@ def _verdict(learned: Learned, alpha: float) -> str:
     return DID_NOT_LEARN if learned.p_random is not None else NOT_RECORDED
 
 
+def _clears(learned: Learned, alpha: float) -> bool:
+    if learned.verdict == ABOVE_FIRST_STAGE:
+        return True
+    if learned.bar != RANDOM_BAR or learned.loss_fell is False:
+        return False
+    return learned.p_random is not None and learned.p_random < alpha
+
+
 def learned_rows(
     evidence: Evidence, measure: str = MEASURE, alpha: float = ALPHA, correction: str = "holm"
 ) -> list[Learned]:
@@ -189,7 +231,8 @@ def learned_rows(
             ps = correct([getattr(checked[i], name) for i in family], correction, alpha)
             for i, p in zip(family, ps, strict=True):
                 checked[i] = replace(checked[i], **{name: p})
-    return [replace(c, verdict=_verdict(c, alpha)) for c in checked]
+    checked = [replace(c, verdict=_verdict(c, alpha)) for c in checked]
+    return [replace(c, clears_bar=_clears(c, alpha)) for c in checked]
 
 
 def _f(value: float | None) -> str:
@@ -233,18 +276,21 @@ def format_markdown(checked: Sequence[Learned], measure: str = MEASURE) -> str:
     if not checked:
         return "No trained cell was recorded."
     tally = ", ".join(f"{n} {verdict}" for verdict, n in counts(checked).items() if n)
+    cleared = sum(c.clears_bar for c in checked)
     lines = [
         f"{len(checked)} trained cells: {tally} ({measure}; p one-sided, Holm-corrected over each "
         "study's trained cells; seeds: how many are above the first stage, and each one's value).",
+        f"{cleared} of {len(checked)} clear their bar: a fine-tuned cross-encoder its first stage, "
+        "any other trained model a random ordering (a verdict in bold does not).",
         "",
-        f"| verdict | study | cell | {measure} | first stage | {measure} (first stage) | p | "
+        f"| verdict | bar | study | cell | {measure} | first stage | {measure} (first stage) | p | "
         f"random order | p | seeds above first stage | training loss | n |",
-        "|---|---|---|---:|---|---:|---:|---:|---:|---|---|---:|",
+        "|---|---|---|---|---:|---|---:|---:|---:|---:|---|---|---:|",
     ]
     for c in checked:
-        verdict = c.verdict if c.verdict == ABOVE_FIRST_STAGE else f"**{c.verdict}**"
+        verdict = c.verdict if c.clears_bar else f"**{c.verdict}**"
         lines.append(
-            f"| {verdict} | {c.study} | {c.key} | {_f(c.value)} | {c.first_stage or '–'} | "
+            f"| {verdict} | {c.bar} | {c.study} | {c.key} | {_f(c.value)} | {c.first_stage or '–'} | "
             f"{_f(c.first_value)} | {_p(c.p_first)} | {_f(c.random_value)} | {_p(c.p_random)} | "
             f"{_seeds_text(c)} | {_loss_text(c)} | {c.n or '–'} |"
         )

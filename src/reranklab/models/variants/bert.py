@@ -81,5 +81,6 @@ SPEC = register_variant(
         build=build,
         loss=loss,
         settings=BertSettings,
+        cross_encoder=True,
     )
 )

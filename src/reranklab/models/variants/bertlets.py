@@ -47,5 +47,6 @@ SPEC = register_variant(
         build=build,
         loss=loss,
         settings=BertletsSettings,
+        cross_encoder=True,
     )
 )

@@ -55,5 +55,6 @@ SPEC = register_variant(
         build=build,
         loss=loss,
         settings=BertSelSettings,
+        cross_encoder=True,
     )
 )

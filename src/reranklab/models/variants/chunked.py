@@ -112,6 +112,7 @@ SPEC = register_variant(
         build=build,
         loss=loss,
         settings=ChunkedSettings,
+        cross_encoder=True,
         featurize=featurize,
         load=load,
     )

@@ -114,5 +114,6 @@ SPEC = register_variant(
         featurize=featurize,
         load=load,
         settings=DmnSettings,
+        cross_encoder=True,
     )
 )

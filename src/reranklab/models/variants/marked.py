@@ -107,6 +107,7 @@ SPEC = register_variant(
         build=build,
         loss=loss,
         settings=MarkedSettings,
+        cross_encoder=True,
         featurize=featurize,
     )
 )

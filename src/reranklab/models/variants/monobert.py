@@ -56,5 +56,6 @@ SPEC = register_variant(
         build=build,
         loss=loss,
         settings=MonoBertSettings,
+        cross_encoder=True,
     )
 )

@@ -45,5 +45,6 @@ SPEC = register_variant(
         build=build,
         loss=loss,
         settings=PairwiseCeSettings,
+        cross_encoder=True,
     )
 )

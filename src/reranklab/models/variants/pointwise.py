@@ -47,5 +47,6 @@ SPEC = register_variant(
         build=build,
         loss=loss,
         settings=PointwiseSettings,
+        cross_encoder=True,
     )
 )
