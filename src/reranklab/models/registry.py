@@ -212,6 +212,18 @@ def variant_names() -> list[str]:
     return sorted(_VARIANTS)
 
 
+def cross_encoders() -> dict[str, bool]:
+    """Whether each registered variant is a fine-tuned cross-encoder (``VariantSpec.cross_encoder``).
+
+    Example:
+        >>> known = cross_encoders()
+        >>> known["monobert"], known["dmn"], known["dmn_lite"], known["knrm"]
+        (True, True, False, False)
+    """
+    _load_builtin()
+    return {name: spec.cross_encoder for name, spec in sorted(_VARIANTS.items())}
+
+
 def cell_spec(cell: Mapping[str, Any]) -> VariantSpec:
     """The registered variant a resolved cell's job builds, trains and featurizes with: its
     ``base`` when the cell is an alias's (:func:`reranklab.config.resolve_variant`), else its

@@ -20,11 +20,12 @@ only``, ``did not learn`` (not above random, or a loss that did not fall) or ``n
 First stages and models that train nothing are left out.
 
 Each cell also has a bar, the floor it must clear to count as learned: a fine-tuned
-cross-encoder (the registry's ``cross_encoder``) its first stage, since every paper's
-cross-encoder beats it; any other trained model (a lite head on a frozen encoder, QA-LSTM or
-K-NRM on word vectors trained from scratch, a bi-encoder) a random ordering, since no paper
-compares those with a first stage (BERT-DMN's Table 2 has no first-stage row). A variant the registry does not know (an alias recorded
-without its base) gets the stricter bar.
+cross-encoder (the variant registry's ``cross_encoder``, passed in by the caller: this layer
+loads no model code) its first stage, since every paper's cross-encoder beats it; any other
+trained model (a lite head on a frozen encoder, QA-LSTM or K-NRM on word vectors trained from
+scratch, a bi-encoder) a random ordering, since no paper compares those with a first stage
+(BERT-DMN's Table 2 has no first-stage row). A variant not named (an alias recorded without its
+base) gets the stricter bar.
 
 Example:
     >>> from reranklab.report.evidence import Evidence
@@ -40,8 +41,6 @@ from typing import Any
 
 import numpy as np
 
-from reranklab.errors import ConfigError
-from reranklab.models.registry import get_variant
 from reranklab.report.evidence import Evidence
 from reranklab.report.learning import fine_tuned, loss_means
 from reranklab.report.significance import correct, one_sided_t
@@ -105,20 +104,22 @@ class Learned:
         return [seed for seed, value in self.seeds.items() if value <= self.first_value]
 
 
-def bar(row: Mapping[str, Any]) -> str:
+def bar(row: Mapping[str, Any], cross_encoders: Mapping[str, bool]) -> str:
     """The floor a trained row must clear (see the module docstring).
 
+    Args:
+        row: a summary row (its ``base`` where it is an alias's, else its ``variant``).
+        cross_encoders: ``{registered variant: whether it is a fine-tuned cross-encoder}``.
+
     Example:
-        >>> bar({"variant": "dmn"}), bar({"variant": "dmn_lite"}), bar({"variant": "knrm"})
-        ('first stage', 'random order', 'random order')
-        >>> bar({"variant": "bertsel_epoch5"}), bar({"variant": "x", "base": "bertsel"})
+        >>> known = {"dmn": True, "dmn_lite": False, "bertsel": True}
+        >>> bar({"variant": "dmn"}, known), bar({"variant": "dmn_lite"}, known)
+        ('first stage', 'random order')
+        >>> bar({"variant": "bertsel_epoch5"}, known), bar({"variant": "x", "base": "bertsel"}, known)
         ('first stage', 'first stage')
     """
-    try:
-        spec = get_variant(str(row.get("base") or row.get("variant")))
-    except ConfigError:
-        return FIRST_STAGE_BAR
-    return FIRST_STAGE_BAR if spec.cross_encoder else RANDOM_BAR
+    name = str(row.get("base") or row.get("variant"))
+    return RANDOM_BAR if cross_encoders.get(name) is False else FIRST_STAGE_BAR
 
 
 def _first_stage(row: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> Mapping | None:
@@ -141,12 +142,19 @@ def _values(values: Mapping[str, Mapping[str, float]] | None, measure: str) -> d
 
 
 def _check(
-    row: Mapping[str, Any], rows: Sequence[Mapping[str, Any]], evidence: Evidence, measure: str
+    row: Mapping[str, Any],
+    rows: Sequence[Mapping[str, Any]],
+    evidence: Evidence,
+    measure: str,
+    cross_encoders: Mapping[str, bool],
 ) -> Learned:
     """One row's values and raw (uncorrected) p-values."""
     stage = _first_stage(row, rows)
     learned = Learned(
-        str(row.get("study")), str(row.get("key")), stage and stage.get("key"), bar=bar(row)
+        str(row.get("study")),
+        str(row.get("key")),
+        stage and stage.get("key"),
+        bar=bar(row, cross_encoders),
     )
     loss, fell = loss_means(evidence.trainings(row))
     learned = replace(learned, loss=loss, loss_fell=fell)
@@ -200,12 +208,19 @@ def _clears(learned: Learned, alpha: float) -> bool:
 
 
 def learned_rows(
-    evidence: Evidence, measure: str = MEASURE, alpha: float = ALPHA, correction: str = "holm"
+    evidence: Evidence,
+    measure: str = MEASURE,
+    alpha: float = ALPHA,
+    correction: str = "holm",
+    cross_encoders: Mapping[str, bool] | None = None,
 ) -> list[Learned]:
     """Every trained row's check, its p-values corrected over its study's trained rows.
 
     Args:
         evidence: the studies' rows and recorded per-query values (:func:`load_evidence`).
+        cross_encoders: ``{registered variant: whether it is a fine-tuned cross-encoder}``
+            (:func:`reranklab.models.registry.cross_encoders`); a variant not in it is held to
+            its first stage.
         measure: the measure compared (each row must hold it per query).
         alpha: the significance level of the verdicts.
         correction: ``holm``, ``bonferroni`` or ``none`` (statsmodels' ``multipletests``).
@@ -215,7 +230,7 @@ def learned_rows(
     """
     rows = evidence.rows
     checked = [
-        _check(row, rows, evidence, measure)
+        _check(row, rows, evidence, measure, cross_encoders or {})
         for row in rows
         if fine_tuned(row, evidence.trainings(row))
     ]

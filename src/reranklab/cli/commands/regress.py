@@ -197,6 +197,7 @@ def _rewrite_page(page: Path, grades: list, graded_claims: list, evidence: Any) 
     """Replace the generated tables of ``page`` that it has markers for (at least one)."""
     from reranklab.errors import ConfigError
     from reranklab.io import atomic_write_text, markers
+    from reranklab.models.registry import cross_encoders
     from reranklab.report import learned, regress
     from reranklab.report.quickstart_table import format_quickstart
 
@@ -213,7 +214,10 @@ def _rewrite_page(page: Path, grades: list, graded_claims: list, evidence: Any) 
         "regress:matrix": lambda: regress.format_readme(grades),
         "regress:claims": lambda: graded_claims and _claims_section(graded_claims, evidence),
         "regress:learned": lambda: (
-            evidence.rows and learned.format_markdown(learned.learned_rows(evidence))
+            evidence.rows
+            and learned.format_markdown(
+                learned.learned_rows(evidence, cross_encoders=cross_encoders())
+            )
         ),
         "regress:quickstart": lambda: format_quickstart(evidence),
     }
