@@ -298,6 +298,14 @@ def test_the_workflow_plans_alias_cells_as_variants(repo, tmp_path):
     # A first-stage row has no max_length (the spec's JSON leaves None out).
     rows = {(c["variant"], c.get("max_length")) for c in spec(summarize)["cells"]}
     assert rows == {("bm25", None), ("bertsel", 64), ("bertsel_epoch5", 64), ("lite_l2", 64)}
+    # An alias's row names its base: what kind of model it is (reranklab.report.learned's bar).
+    bases = {c["variant"]: c.get("base") for c in spec(summarize)["cells"]}
+    assert bases == {
+        "bm25": None,
+        "bertsel": None,
+        "bertsel_epoch5": "bertsel",
+        "lite_l2": "bert_lite",
+    }
 
 
 # -- a real (tiny) run ---------------------------------------------------------------------------
@@ -428,6 +436,9 @@ def test_a_tiny_study_with_an_alias_runs_end_to_end(sample_study):
         ("bertlets", "64"),
         ("bertlets_m05", "64"),
     ]
+    summary = json.loads((results / "summary.json").read_text())
+    bases = {row["variant"]: row.get("base") for row in summary["rows"]}
+    assert (bases["bertlets_m05"], bases["bertlets"]) == ("bertlets", None)
     model = results / "models/sample/bertlets_m05-L64/fold1"
     meta = json.loads((model / "reranker.json").read_text())
     assert (meta["variant"], meta["alias"]) == ("bertlets", "bertlets_m05")

@@ -125,6 +125,8 @@ def _load_row(
     # What `reranklab regress` matches a row by, when the rule passes it (study, paper, encoder,
     # epochs).
     row.update({key: cell[key] for key in CELL_SETTINGS if key in cell})
+    if cell.get("base"):  # an alias's row: its registered variant
+        row["base"] = cell["base"]
     return row, metrics.get("per_query", {})
 
 

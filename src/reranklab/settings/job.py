@@ -218,6 +218,7 @@ class SummaryCell(JobSpec):
     paper: str | None = None
     encoder: str | None = None
     epochs: int | None = None
+    base: str | None = None  # an alias's registered variant (variants.<alias>.base)
 
 
 class SummarySpec(JobSpec):

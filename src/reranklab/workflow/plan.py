@@ -427,8 +427,12 @@ class StudyPlan:
         study = {"study": self.config["study"], **({"paper": paper} if paper else {})}
         if max_length is None:
             return study
-        training = self._resolve(dataset, variant, max_length)["training"]
-        return {**study, "encoder": training["encoder"], "epochs": training["epochs"]}
+        resolved = self._resolve(dataset, variant, max_length)
+        training = resolved["training"]
+        # An alias's row names its registered variant, which says what kind of model it is
+        # (reranklab.report.learned holds a cross-encoder to its first stage).
+        base = {"base": resolved["base"]} if resolved.get("base") else {}
+        return {**study, "encoder": training["encoder"], "epochs": training["epochs"], **base}
 
     def summary_spec(self) -> str:
         cells = [
