@@ -402,13 +402,14 @@ def test_every_claim_compares_cells_of_its_papers_study():
 
 
 def test_the_recorded_minilm_studies_grade_to_a_markdown_report(tmp_path):
-    """`regress --out` over the recorded MiniLM studies: their papers' entries include ones
-    without a reranklab variant (NOT REPRODUCIBLE), which the Markdown table must still print."""
-    recorded = sorted(str(p.parent) for p in REPO.glob("studies/results/minilm-cpu/*/summary.json"))
-    if not recorded:
-        pytest.skip("no recorded MiniLM study")
+    """`regress --out` over a recorded MiniLM study: its paper's entries include ones without a
+    reranklab variant (NOT REPRODUCIBLE: BERT-DMN's word-vector DMN), which the Markdown table
+    must still print. One study: every recorded one is regraded by the test below."""
+    recorded = REPO / "studies/results/minilm-cpu/bertdmn2021"
+    if not (recorded / "summary.json").is_file():
+        pytest.skip("no recorded bertdmn2021 MiniLM study")
     out = tmp_path / "regression.md"
-    main(["regress", "--summary", *recorded, "--out", str(out), "--exit-zero"])
+    main(["regress", "--summary", str(recorded), "--out", str(out), "--exit-zero"])
     text = out.read_text()
     assert "NOT REPRODUCIBLE" in text and "bertdmn2021-minilm" in text
 
