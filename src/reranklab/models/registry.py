@@ -75,6 +75,9 @@ from reranklab.errors import ConfigError
 from reranklab.settings.variant import VariantSettings
 
 ExampleKind = Literal["pointwise", "triplet"]
+# The ``encoder`` of a summary row whose model reads a static word-vector file (GloVe, say), and
+# the ``model`` of a published number measured so (studies/published.yaml: QA-LSTM, K-NRM).
+STATIC_WORD_VECTORS = "word-vectors"
 
 
 @dataclass(frozen=True)
@@ -159,6 +162,24 @@ class VariantSpec:
                 f"variant {self.name!r} reads no frozen-feature cache (got {frozen_features})"
             )
         return {"frozen_features": frozen_features}
+
+    def representations(self, training: Mapping[str, Any]) -> str:
+        """What a cell's text representations come from, as its summary row names it
+        (``encoder``; :mod:`reranklab.report.regress` matches a published entry's ``model`` to
+        it): the encoder, or :data:`STATIC_WORD_VECTORS` for a static-word-vector variant
+        (QA-LSTM, K-NRM) given a vector file (``training.embeddings_path``). Without one such a
+        variant reads the encoder's word-piece embeddings, so the encoder is named.
+
+        Example:
+            >>> get_variant("qa_lstm").representations({"encoder": "bert-base-uncased", "embeddings_path": "glove.txt"})
+            'word-vectors'
+            >>> get_variant("pointwise").representations({"encoder": "bert-base-uncased", "embeddings_path": "glove.txt"})
+            'bert-base-uncased'
+        """
+        reads_vectors = "embeddings_path" in self.settings.model_fields
+        if reads_vectors and training.get("embeddings_path"):
+            return STATIC_WORD_VECTORS
+        return str(training["encoder"])
 
     def trains(self, training: Mapping[str, Any]) -> bool:
         """Whether a cell with the resolved ``training`` settings runs training steps.

@@ -122,7 +122,9 @@ class Entry:
         value: the published or measured value.
         tolerance: largest absolute difference still graded OK.
         max_length: the row's max length; ``None`` = any.
-        model: the encoder of a re-ranker row (ignored for first-stage rows); ``None`` = any.
+        model: the encoder of a re-ranker row (ignored for first-stage rows), ``word-vectors``
+            for a model on a static word-vector file (GloVe: the papers' QA-LSTM and K-NRM;
+            :meth:`reranklab.models.registry.VariantSpec.representations`); ``None`` = any.
         where: further row fields that must be equal (``{"epochs": 3}``).
         info: the rest (paper, table, citation, source, note), for the report.
     """
@@ -215,7 +217,7 @@ def _check_entry(path: Path, index: int, raw: Any, kind: str, default_tolerance:
                 f"unknown key (allowed in a {kind} entry: {', '.join(allowed)})",
             )
     for key in REQUIRED_KEYS[kind]:
-        # `model: null` is an answer (any encoder: BM25, word-vector models); an absent key is not.
+        # `model: null` is an answer (any encoder: BM25); an absent key is not.
         nullable = key in NULLABLE_KEYS and (key == "model" or kind == "published")
         if key not in raw or (not nullable and raw[key] in (None, "")):
             raise _fail(

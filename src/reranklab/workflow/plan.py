@@ -427,12 +427,16 @@ class StudyPlan:
         study = {"study": self.config["study"], **({"paper": paper} if paper else {})}
         if max_length is None:
             return study
+        from reranklab.models.registry import get_variant
+
         resolved = self._resolve(dataset, variant, max_length)
         training = resolved["training"]
         # An alias's row names its registered variant, which says what kind of model it is
         # (reranklab.report.learned holds a cross-encoder to its first stage).
         base = {"base": resolved["base"]} if resolved.get("base") else {}
-        return {**study, "encoder": training["encoder"], "epochs": training["epochs"], **base}
+        # QA-LSTM on GloVe and QA-LSTM on the encoder's word pieces are different conditions.
+        encoder = get_variant(resolved.get("base") or variant).representations(training)
+        return {**study, "encoder": encoder, "epochs": training["epochs"], **base}
 
     def summary_spec(self) -> str:
         cells = [
