@@ -3,6 +3,7 @@ the p that decided a grade, the other tests' agreement, and the new claim schema
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 
@@ -129,7 +130,11 @@ def test_a_small_noisy_comparison_is_underpowered_not_unconfirmed(tmp_path, rng)
     assert grade.power == pytest.approx(power) and grade.power < 0.8
     mde = TTestPower().solve_power(nobs=8, alpha=0.05, power=0.8, alternative="larger") * sd
     assert grade.mde == pytest.approx(mde)
+    # How many queries with this spread 80 % power at the paper's effect would take.
+    needed = TTestPower().solve_power(0.03 / sd, alpha=0.05, power=0.8, alternative="larger")
+    assert grade.queries_needed == math.ceil(needed) > 8
     assert grade.reason.startswith("underpowered: power ")
+    assert f"needs ~{math.ceil(needed):,} queries" in grade.reason
     assert to_json([grade])["inconclusive"]["underpowered"] == 1
 
 

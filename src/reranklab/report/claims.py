@@ -166,6 +166,7 @@ class ClaimGrade:
     power: float | None = None
     mde: float | None = None
     power_at: float | None = None
+    queries_needed: int | None = None
     power_note: str = ""
     inconclusive: tuple[str, ...] = ()
     problems: tuple[str, ...] = ()
@@ -305,6 +306,7 @@ def _paired(
         power=power.power,
         mde=power.mde,
         power_at=power.at,
+        queries_needed=power.queries,
         power_note=power.note,
         problems=tuple(problems),
         notes=tuple(notes),
@@ -393,9 +395,14 @@ def _inconclusive(g: ClaimGrade, test_status: str) -> tuple[str, ...]:
         reasons.append(f"{TOO_FEW_SEEDS}: {g.seeds} seed(s), the claim asks for {g.claim.seeds}")
     if test_status == NOT_CONFIRMED and g.power is not None and g.power < TARGET:
         at = "the paper's effect" if g.claim.kind == "better" else "the margin"
+        needs = (
+            ""
+            if g.queries_needed is None
+            else f"; {TARGET:.0%} power at {at} needs ~{g.queries_needed:,} queries"
+        )
         reasons.append(
             f"{UNDERPOWERED}: power {g.power:.2f} at {at} {g.power_at:+.3f} (n={g.n}); "
-            f"the smallest effect seen with {TARGET:.0%} power is {g.mde:.3f}"
+            f"the smallest effect seen with {TARGET:.0%} power is {g.mde:.3f}{needs}"
         )
     return tuple(reasons)
 
@@ -739,6 +746,7 @@ def _grade_json(g: ClaimGrade) -> dict[str, Any]:
         "power": g.power,
         "power_at": g.power_at,
         "mde": g.mde,
+        "queries_needed": g.queries_needed,
         "power_note": g.power_note or None,
         "seeds": {"graded": g.seeds, "asked": c.seeds, "effects": dict(g.seed_effects)},
         "did_not_learn": list(g.problems),

@@ -14,14 +14,15 @@ The effect the power is computed at:
   same data: the normal approximation of TOST's power at 0).
 
 The MDE is the effect (``better``) or margin (``no_worse``, ``equal``) the test finds with
-80 % power on these ``n`` and ``s``.
+80 % power on these ``n`` and ``s``; ``queries`` is how many queries with this ``s`` the test
+needs for 80 % power at the effect looked for (what an underpowered claim would take).
 
 Example:
     >>> import numpy as np
     >>> diffs = np.array([0.1, -0.05, 0.2, 0.0, 0.15, -0.1, 0.05, 0.1])
     >>> p = paired_power("better", diffs, 0.05, paper_effect=0.03)
-    >>> round(p.power, 2), round(p.mde, 3)
-    (0.19, 0.099)
+    >>> round(p.power, 2), round(p.mde, 3), p.queries
+    (0.19, 0.099, 73)
 """
 
 from __future__ import annotations
@@ -36,12 +37,14 @@ TARGET = 0.8  # the power a claim's test should have at the effect it looks for
 
 @dataclass(frozen=True)
 class Power:
-    """The power at the effect looked for (``at``), the MDE at 80 %, and why either is missing."""
+    """The power at the effect looked for (``at``), the MDE at 80 %, the queries 80 % at ``at``
+    needs, and why any is missing."""
 
     power: float | None
     mde: float | None
     at: float | None = None
     note: str = ""
+    queries: int | None = None
 
     @property
     def underpowered(self) -> bool:
@@ -68,6 +71,21 @@ def _needed(n: int, alpha: float, power: float) -> float | None:
         return None
     size = float(np.atleast_1d(size)[0])
     return None if math.isnan(size) else size
+
+
+def _queries_for(effect_size: float, alpha: float, power: float) -> int | None:
+    """The queries a one-sided paired t-test needs to find ``effect_size`` (in SDs) with
+    ``power``; ``None`` when the solver finds no count."""
+    from statsmodels.stats.power import TTestPower
+
+    try:
+        n = TTestPower().solve_power(
+            effect_size=effect_size, alpha=alpha, power=power, alternative="larger", nobs=None
+        )
+    except (ValueError, RuntimeError):
+        return None
+    n = float(np.atleast_1d(n)[0])
+    return None if math.isnan(n) or n <= 0 else math.ceil(n)
 
 
 def paired_power(
@@ -107,4 +125,4 @@ def paired_power(
     power = _one_sided(at / sd, n, alpha)
     if kind == "equal":
         power = max(0.0, 2 * power - 1)
-    return Power(power, mde, at)
+    return Power(power, mde, at, queries=_queries_for(at / sd, alpha, size_for))
