@@ -148,6 +148,18 @@ def test_a_powered_comparison_that_shows_nothing_is_not_confirmed(tmp_path, rng)
     assert grade.status == NOT_CONFIRMED and grade.power > 0.99 and not grade.inconclusive
 
 
+def test_the_table_counts_the_graded_claims_with_enough_power(tmp_path, rng):
+    base = rng.uniform(0.2, 0.6, 400)
+    folder = _study(tmp_path, {"bm25": list(base), "a": list(base + rng.normal(0, 0.05, 400))})
+    powered = _claim(paper_effect={"value": 0.05, "cite": "papers/p.txt:1"})
+    unknown = _claim(id="p/unknown")  # no paper effect: no power
+    missing = _claim(id="p/missing", a="absent")  # NOT RUN: not counted
+    grades = grade_claims([powered, unknown, missing], load_evidence([folder]))
+    assert [g.status for g in grades][2] == NOT_RUN
+    assert to_json(grades)["power"] == {"graded": 2, "powered": 1, "power unknown": 1}
+    assert "Of the 2 graded, 1 had power ≥ 0.8 at the paper's effect" in format_markdown(grades)
+
+
 def test_without_a_paper_effect_the_power_is_unknown_and_the_grade_as_before(tmp_path, rng):
     base = rng.uniform(0.2, 0.6, 8)
     folder = _study(tmp_path, {"bm25": list(base), "a": list(base + rng.normal(0, 0.15, 8))})

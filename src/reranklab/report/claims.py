@@ -491,6 +491,30 @@ def counts(grades: Sequence[ClaimGrade]) -> dict[str, int]:
     return {status: sum(g.status == status for g in grades) for status in STATUSES}
 
 
+def power_counts(grades: Sequence[ClaimGrade]) -> dict[str, int]:
+    """Of the graded claims (not NOT RUN): how many had power >= 0.8 at the paper's effect (or
+    margin), and how many have no power (no paper effect, or a ratio claim).
+
+    Example:
+        >>> power_counts([])
+        {'graded': 0, 'powered': 0, 'power unknown': 0}
+    """
+    graded = [g for g in grades if g.status != NOT_RUN]
+    return {
+        "graded": len(graded),
+        "powered": sum(g.power is not None and g.power >= TARGET for g in graded),
+        "power unknown": sum(g.power is None for g in graded),
+    }
+
+
+def _power_tally(grades: Sequence[ClaimGrade]) -> str:
+    n = power_counts(grades)
+    return (
+        f"Of the {n['graded']} graded, {n['powered']} had power ≥ {TARGET} at the paper's effect "
+        f"(or margin); {n['power unknown']} have no power (no paper effect, or a ratio claim)."
+    )
+
+
 def inconclusive_counts(grades: Sequence[ClaimGrade]) -> dict[str, int]:
     """How many INCONCLUSIVE grades each reason is behind (a grade may have several)."""
     reasons = (DID_NOT_LEARN, TOO_FEW_SEEDS, UNDERPOWERED)
@@ -665,7 +689,10 @@ def format_markdown(grades: Sequence[ClaimGrade], title: str | None = "Claims") 
     ]
     lines = [f"# {title}", ""] if title else []
     lines += [
-        f"{len(grades)} claims: " + ", ".join(f"{n} {s}" for s, n in counts(grades).items()) + ".",
+        f"{len(grades)} claims: "
+        + ", ".join(f"{n} {s}" for s, n in counts(grades).items())
+        + ". "
+        + _power_tally(grades),
         "",
         "| " + " | ".join(header) + " |",
         "|" + "|".join(["---"] * 6 + ["---:"] * 8 + ["---"] * 2) + "|",
@@ -696,10 +723,12 @@ def format_markdown(grades: Sequence[ClaimGrade], title: str | None = "Claims") 
 
 
 def to_json(grades: Sequence[ClaimGrade]) -> dict[str, Any]:
-    """``{"counts": {...}, "inconclusive": {reason: n}, "claims": [...]}`` for programs."""
+    """``{"counts": {...}, "inconclusive": {reason: n}, "power": {...}, "claims": [...]}`` for
+    programs (:func:`power_counts`)."""
     return {
         "counts": counts(grades),
         "inconclusive": inconclusive_counts(grades),
+        "power": power_counts(grades),
         "claims": [_grade_json(g) for g in grades],
     }
 
