@@ -59,33 +59,29 @@ def _one_sided(effect_size: float, n: int, alpha: float) -> float:
     )
 
 
-def _needed(n: int, alpha: float, power: float) -> float | None:
-    """The effect size (in SDs) found with ``power``; ``None`` when no size reaches it."""
+def _solve(**known: float | None) -> float | None:
+    """The one unknown (passed as ``None``) of the one-sided paired t-test's power equation
+    (statsmodels' ``TTestPower.solve_power``); ``None`` when the solver finds no value."""
     from statsmodels.stats.power import TTestPower
 
     try:
-        size = TTestPower().solve_power(
-            nobs=n, alpha=alpha, power=power, alternative="larger", effect_size=None
-        )
+        value = TTestPower().solve_power(alternative="larger", **known)
     except (ValueError, RuntimeError):
         return None
-    size = float(np.atleast_1d(size)[0])
-    return None if math.isnan(size) else size
+    value = float(np.atleast_1d(value)[0])
+    return None if math.isnan(value) else value
+
+
+def _needed(n: int, alpha: float, power: float) -> float | None:
+    """The effect size (in SDs) found with ``power``; ``None`` when no size reaches it."""
+    return _solve(nobs=n, alpha=alpha, power=power, effect_size=None)
 
 
 def _queries_for(effect_size: float, alpha: float, power: float) -> int | None:
     """The queries a one-sided paired t-test needs to find ``effect_size`` (in SDs) with
     ``power``; ``None`` when the solver finds no count."""
-    from statsmodels.stats.power import TTestPower
-
-    try:
-        n = TTestPower().solve_power(
-            effect_size=effect_size, alpha=alpha, power=power, alternative="larger", nobs=None
-        )
-    except (ValueError, RuntimeError):
-        return None
-    n = float(np.atleast_1d(n)[0])
-    return None if math.isnan(n) or n <= 0 else math.ceil(n)
+    n = _solve(effect_size=effect_size, alpha=alpha, power=power, nobs=None)
+    return None if n is None or n <= 0 else math.ceil(n)
 
 
 def paired_power(

@@ -427,7 +427,7 @@ class StudyPlan:
         study = {"study": self.config["study"], **({"paper": paper} if paper else {})}
         if max_length is None:
             return study
-        from reranklab.models.registry import get_variant
+        from reranklab.models.registry import cell_spec
 
         resolved = self._resolve(dataset, variant, max_length)
         training = resolved["training"]
@@ -435,7 +435,7 @@ class StudyPlan:
         # (reranklab.report.learned holds a cross-encoder to its first stage).
         base = {"base": resolved["base"]} if resolved.get("base") else {}
         # QA-LSTM on GloVe and QA-LSTM on the encoder's word pieces are different conditions.
-        encoder = get_variant(resolved.get("base") or variant).representations(training)
+        encoder = cell_spec(resolved).representations(training)
         return {**study, "encoder": encoder, "epochs": training["epochs"], **base}
 
     def summary_spec(self) -> str:
