@@ -140,3 +140,24 @@ lint: install
 
 clean:
 	rm -rf results .snakemake
+
+# The quick start's probes (studies/probes/quickstart/): each probe file layered on the quick
+# start and on dev.yaml (no planted answer, 200 dev questions scored, the test questions left out),
+# run in its own folder, its summary kept in studies/probes/quickstart/results/; then the probe
+# table (studies/probes/quickstart/README.md) is rewritten from every kept summary.
+PROBES := $(basename $(notdir $(filter-out %/dev.yaml,$(wildcard studies/probes/quickstart/*.yaml))))
+PROBES_WORK ?= $(CURDIR)/results/probes
+.PHONY: probes $(addprefix probe-,$(PROBES)) probe-table
+probes: $(addprefix probe-,$(PROBES))
+
+$(addprefix probe-,$(PROBES)): probe-%: install
+	rm -rf "$(PROBES_WORK)/$*"
+	$(BIN)/reranklab init "$(PROBES_WORK)/$*" > /dev/null
+	cd "$(PROBES_WORK)/$*" && start=$$(date +%s) \
+	  && $(BIN)/snakemake --cores $(CORES) --resources gpu=1 --configfile config/quickstart.yaml \
+	     $(CURDIR)/studies/probes/quickstart/dev.yaml $(CURDIR)/studies/probes/quickstart/$*.yaml \
+	  && echo $$(( $$(date +%s) - start )) > wall-seconds
+	$(BIN)/python scripts/probe_table.py --keep "$(PROBES_WORK)/$*" --name $*
+
+probe-table: install
+	$(BIN)/python scripts/probe_table.py

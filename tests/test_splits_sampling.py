@@ -88,3 +88,29 @@ def test_sampling_is_seeded():
     assert a.pointwise.equals(b.pointwise)
     others = [sample_examples(["q1"], CANDIDATES, QRELS, 1, seed=s).pointwise for s in range(6, 12)]
     assert any(not a.pointwise.equals(other) for other in others)
+
+
+def test_scoring_dev_swaps_each_folds_dev_queries_in_for_its_test_queries():
+    from reranklab.splits import hold_out_dev, score_dev
+
+    folds = score_dev(predefined({"train": ["a", "b"], "dev": ["c"], "test": ["d"]}, "x"))
+    [fold] = folds.folds
+    # The test query leaves the run: nothing trains or scores on it.
+    assert (fold.train, fold.dev, fold.test) == (["a", "b"], [], ["c"])
+    assert folds.meta["scored"] == "dev"
+    held = score_dev(hold_out_dev(kfold([f"q{i}" for i in range(10)], 2, 1), 0.25, 1))
+    assert all(len(f.test) == 2 and not f.dev for f in held.folds)
+    with pytest.raises(ConfigError, match="protocol.x.scored: dev, but fold0 has no dev"):
+        score_dev(predefined({"train": ["a"], "test": ["b"]}, "x"))
+
+
+def test_positives_among_the_candidates_leave_out_an_answer_the_first_stage_missed():
+    candidates = {"q1": {"a": 3.0, "n": 2.0}, "q2": {"m": 3.0, "o": 2.0}}
+    qrels = {"q1": {"a": 1, "z": 1}, "q2": {"b": 1}}
+    judged = sample_examples(["q1", "q2"], candidates, qrels, "all")
+    retrieved = sample_examples(["q1", "q2"], candidates, qrels, "all", positives_from="candidates")
+    assert sorted(judged.triplets["pos_pid"]) == ["a", "b", "b", "z"]
+    # q1 keeps only the answer BM25 found; q2, whose answer BM25 missed, is dropped.
+    assert list(retrieved.triplets.itertuples(index=False, name=None)) == [("q1", "a", "n")]
+    assert retrieved.stats["dropped_no_positive"] == 1
+    assert retrieved.stats["positives_from"] == "candidates"

@@ -516,3 +516,45 @@ def test_training_makes_answers_outrank_negatives(toy_bert, tmp_path, variant):
     assert stats["epoch_losses"][-1] < stats["epoch_losses"][0]
     if variant == "monobert":
         assert stats["warmup_steps"] == 4
+
+
+# --- what the head reads: [CLS] or the mean of the pair's tokens ------------------------------
+
+
+def test_mean_pair_pooling_reads_the_mean_of_the_real_tokens_and_survives_a_save(tmp_path):
+    from reranklab.models.bi_encoder import pool
+    from reranklab.models.reranker import CrossEncoderReranker, load_reranker
+    from reranklab.models.tiny import tiny_encoder
+
+    model = CrossEncoderReranker(
+        *tiny_encoder(["who", "is", "it", "me"]),
+        variant="pairwise_ce",
+        num_outputs=1,
+        score="logit",
+        max_length=16,
+        pooling="mean",
+    ).eval()
+    features = model.tokenizer(
+        ["who is it", "who"], ["me", "it is me"], return_tensors="pt", padding=True
+    )
+    hidden = model.encoder(**features).last_hidden_state
+    mask = features["attention_mask"]
+    expected = pool(hidden, mask, "mean")
+    # By hand: the first pair's padding is left out of its mean.
+    first = hidden[0, mask[0].bool()].mean(dim=0)
+    assert torch.allclose(expected[0], first, atol=1e-6)
+    assert torch.allclose(model.encode(**features), expected, atol=1e-6)
+    # Not a standard [CLS] checkpoint, and no packing (packing reads each pair's [CLS]).
+    assert "mean of the pair's token vectors" in model.standard_checkpoint_problem()
+    assert not model.supports_packing
+    saved = load_reranker(model.save(tmp_path / "m"))
+    assert saved.pooling == "mean"
+    assert torch.allclose(saved.score(features), model.score(features), atol=1e-6)
+    with pytest.raises(ValueError, match="unknown pooling"):
+        CrossEncoderReranker(*tiny_encoder(["who"]), variant="x", num_outputs=1, score="logit",
+                             max_length=8, pooling="max")  # fmt: skip
+
+
+def test_pair_pooling_is_a_setting_of_every_token_cross_encoder():
+    assert _training("pairwise_ce", pair_pooling="mean")["pair_pooling"] == "mean"
+    assert _training("monobert")["pair_pooling"] is None

@@ -30,6 +30,7 @@ def sample_examples(
     negatives_per_positive: int | str,
     threshold: int = 1,
     seed: int = 42,
+    positives_from: str = "judged",
 ) -> Examples:
     """Sample the point-wise examples and pair-wise triplets of ``qids``.
 
@@ -45,11 +46,17 @@ def sample_examples(
         negatives_per_positive: N, or ``"all"``.
         threshold: smallest relevant grade.
         seed: one seed; the result depends only on it and the inputs.
+        positives_from: ``judged`` (every judged relevant passage) or ``candidates`` (only
+            those among the query's candidates: a re-ranker never sees a passage its first
+            stage missed, so a positive it missed teaches "unlike the first stage's picks").
 
     Example:
         >>> ex = sample_examples(["q"], {"q": {"a": 3, "b": 2, "c": 1}}, {"q": {"a": 1}}, 1, seed=0)
         >>> len(ex.pointwise), len(ex.triplets)
         (2, 1)
+        >>> sample_examples(["q"], {"q": {"b": 2, "c": 1}}, {"q": {"a": 1}}, 1,
+        ...     positives_from="candidates").stats["dropped_no_positive"]
+        1
     """
     rng = random.Random(seed)
     point_rows: list[tuple[str, str, int]] = []
@@ -58,6 +65,8 @@ def sample_examples(
     queries = sorted(set(qids))
     for qid in queries:
         positives = sorted(pid for pid, grade in qrels.get(qid, {}).items() if grade >= threshold)
+        if positives_from == "candidates":
+            positives = [pid for pid in positives if pid in candidates.get(qid, {})]
         positive_set = set(positives)
         negatives = [
             pid for pid, _ in rank_order(candidates.get(qid, {}), qid) if pid not in positive_set
@@ -94,5 +103,6 @@ def sample_examples(
         "negatives": int((pointwise["label"] == 0).sum()),
         "triplets": len(triplets),
         "negatives_per_positive": negatives_per_positive,
+        "positives_from": positives_from,
     }
     return Examples(pointwise, triplets, stats)

@@ -122,3 +122,28 @@ def hold_out_dev(folds: Folds, fraction: float, seed: int) -> Folds:
         held.append(replace(fold, train=sorted(ordered[n:]), dev=sorted(ordered[:n])))
     meta = {**folds.meta, "dev_fraction": fraction, "dev_seed": int(seed)}
     return replace(folds, folds=held, meta=meta)
+
+
+def score_dev(folds: Folds) -> Folds:
+    """Each fold scores its dev queries in place of its test queries (``protocol.scored: dev``).
+
+    Settings are chosen on dev: a probe re-ranks and scores the dev queries, and the test
+    queries leave the run altogether (no fold trains or scores on them), so nothing a probe
+    measures has seen them.
+
+    Raises:
+        ConfigError: a fold has no dev queries.
+
+    Example:
+        >>> folds = score_dev(hold_out_dev(kfold([f"q{i}" for i in range(10)], 2, 1), 0.2, 1))
+        >>> [(len(f.train), len(f.dev), len(f.test)) for f in folds.folds]
+        [(4, 0, 1), (4, 0, 1)]
+    """
+    for fold in folds.folds:
+        if not fold.dev:
+            raise ConfigError(
+                f"protocol.{folds.dataset or '<dataset>'}.scored: dev, but {fold.name} has no dev "
+                "queries (a predefined dev split, or training.validation.dev_fraction)"
+            )
+    scored = [replace(f, test=list(f.dev), dev=[]) for f in folds.folds]
+    return replace(folds, folds=scored, meta={**(folds.meta or {}), "scored": "dev"})

@@ -26,7 +26,8 @@ rule retrieve:
         pool="results/data/{dataset}/pool.run",
         index=PLAN.index_for,
     output:
-        "results/first_stage/{dataset}/candidates.run",
+        run="results/first_stage/{dataset}/candidates.run",
+        record="results/first_stage/{dataset}/first_stage.json",
     log:
         "results/logs/retrieve/{dataset}.log",
     message:
@@ -39,7 +40,8 @@ rule retrieve:
         CONDA_ENV
     shell:
         "reranklab retrieve --queries {input.queries} --qrels {input.qrels} --pool {input.pool}"
-        " {params.index} --out {output} --threads {threads} --spec {params.spec:q} > {log} 2>&1"
+        " {params.index} --out {output.run} --out-record {output.record} --threads {threads}"
+        " --spec {params.spec:q} > {log} 2>&1"
 
 
 rule first_stage:

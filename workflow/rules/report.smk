@@ -5,6 +5,7 @@ rule summarize:
     input:
         metrics=PLAN.cell_files("metrics.json"),
         tracked=PLAN.cell_files("mlflow.json"),
+        first_stages=PLAN.first_stage_records(),
     output:
         csv="results/summary.csv",
         md="results/summary.md",

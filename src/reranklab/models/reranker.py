@@ -30,6 +30,7 @@ import torch
 from torch import nn
 
 from reranklab.features.packing import block_mask
+from reranklab.models.bi_encoder import pool
 from reranklab.models.card import facts_from_directory, write_card
 from reranklab.models.encoder import encoder_inputs, load_encoder
 from reranklab.models.saved import (
@@ -42,6 +43,8 @@ from reranklab.models.standard import checkpoint_problem, single_logit
 
 # Encoders whose packed batches are checked to give the padded logits (tests/test_packing.py).
 PACKABLE_ENCODERS = frozenset({"bert"})
+# What the head reads: the pooled [CLS] (BERT's), or the mean of the pair's token vectors.
+PAIR_POOLINGS = ("cls", "mean")
 
 
 def _p_relevant(logits: torch.Tensor) -> torch.Tensor:
@@ -123,8 +126,11 @@ class CrossEncoderReranker(nn.Module):
         dropout: float | None = None,
         encoder_name: str | None = None,
         inputs: Mapping[str, Any] | None = None,
+        pooling: str = "cls",
     ) -> None:
         super().__init__()
+        if pooling not in PAIR_POOLINGS:
+            raise ValueError(f"unknown pooling {pooling!r} (known: {', '.join(PAIR_POOLINGS)})")
         if score not in SCORE_FUNCTIONS:
             raise ValueError(
                 f"unknown score function {score!r} (known: {', '.join(SCORE_FUNCTIONS)})"
@@ -142,6 +148,7 @@ class CrossEncoderReranker(nn.Module):
         self.max_length = int(max_length)
         self.encoder_name = encoder_name
         self.inputs = dict(inputs or {})
+        self.pooling = pooling
         self.dropout = nn.Dropout(float(dropout))
         self.head = nn.Linear(config.hidden_size, self.num_outputs)
         # BERT's own initialisation of classification heads.
@@ -159,12 +166,14 @@ class CrossEncoderReranker(nn.Module):
         return self.head.weight.device
 
     def head_config(self) -> dict[str, Any]:
-        return {
+        config = {
             "num_outputs": self.num_outputs,
             "score": self.score_function,
             "dropout": self.dropout.p,
             "hidden_size": self.head.in_features,
         }
+        # Only when not [CLS]: the files of a [CLS] model stay as they were.
+        return config if self.pooling == "cls" else {**config, "pooling": self.pooling}
 
     def forward(
         self,
@@ -198,6 +207,8 @@ class CrossEncoderReranker(nn.Module):
             outputs = self.encoder(
                 **encoder_inputs(self.encoder, input_ids, attention_mask, token_type_ids)
             )
+            if self.pooling == "mean":
+                return pool(outputs.last_hidden_state, attention_mask, "mean")
             pooled = getattr(outputs, "pooler_output", None)
             if pooled is None:
                 pooled = outputs.last_hidden_state[:, 0]
@@ -220,7 +231,11 @@ class CrossEncoderReranker(nn.Module):
         own = cls.forward is CrossEncoderReranker.forward and (
             cls.encode is CrossEncoderReranker.encode
         )
-        return own and getattr(self.encoder.config, "model_type", None) in PACKABLE_ENCODERS
+        return (
+            own
+            and self.pooling == "cls"
+            and getattr(self.encoder.config, "model_type", None) in PACKABLE_ENCODERS
+        )
 
     def scores_from_logits(self, logits: torch.Tensor) -> torch.Tensor:
         """Ranking scores ``[B]`` (float64) of logits ``[B, num_outputs]``: the margin
@@ -260,6 +275,8 @@ class CrossEncoderReranker(nn.Module):
             cls.encode is not CrossEncoderReranker.encode
         ):
             return f"{cls.__name__} feeds its head more than the pooled [CLS] of one sequence"
+        if self.pooling != "cls":
+            return "its head reads the mean of the pair's token vectors, not the pooled [CLS]"
         return checkpoint_problem(self.encoder)
 
     def save(self, directory: str | Path) -> Path:
@@ -325,6 +342,7 @@ def load_reranker(
             dropout=float(head["dropout"]),
             encoder_name=meta.get("encoder"),
             inputs=meta.get("inputs"),
+            pooling=head.get("pooling", "cls"),
         )
 
     return load_encoder_model(directory, build, "re-ranker", device)

@@ -175,6 +175,135 @@ def _add_significance(
             row[f"{name}_p"] = paired_p_value([a for a, _ in pairs], [b for _, b in pairs])
 
 
+def _read_first_stage(dataset: str, path: str | os.PathLike[str]) -> dict[str, Any]:
+    record = read_json(path)
+    if not isinstance(record, dict) or not all(k in record for k in ("recall", "planted")):
+        raise FormatError(
+            path, None, f"not a first-stage record of {dataset}: needs 'recall' and 'planted'"
+        )
+    return record
+
+
+def _mean(values: Sequence[float]) -> float | None:
+    return float(np.mean(values)) if len(values) else None
+
+
+def _add_first_stage(
+    rows: list[dict[str, Any]],
+    per_query: list[dict],
+    measures: Sequence[str],
+    records: Mapping[str, str | os.PathLike[str]],
+) -> dict[str, dict[str, Any]]:
+    """The first stage's recall at its depth and its planted answers, per dataset.
+
+    Where answers were planted (``inject_relevant``), every row of the dataset also gets each
+    measure over the questions whose candidates already held an answer
+    (``<measure>_without_planted``, its paired t-test against the first stage in
+    ``<measure>_without_planted_p``): on the others a re-ranker can only find the planted
+    answer, which the first stage ranks last.
+    """
+    found: dict[str, dict[str, Any]] = {}
+    for dataset, path in records.items():
+        base = next(
+            (i for i, r in enumerate(rows) if r["dataset"] == dataset and r["first_stage"]), None
+        )
+        if base is None:
+            continue
+        record = _read_first_stage(dataset, path)
+        qids = set(per_query[base])
+        recall = [record["recall"].get(q, 0.0) for q in sorted(qids)]
+        planted = sorted(set(record["planted"]) & qids)
+        info = {
+            "first_stage": record.get("first_stage"),
+            "depth": record.get("depth"),
+            "planted_answers": bool(record.get("planted_answers")),
+            "n_queries": len(qids),
+            "recall_at_depth": _mean(recall),
+            "n_planted": len(planted),
+            "planted": planted,
+        }
+        found[dataset] = info
+        rows[base].update(
+            recall_at_depth=info["recall_at_depth"], depth=info["depth"], n_planted=len(planted)
+        )
+        if not planted:
+            continue
+        for i, row in enumerate(rows):
+            if row["dataset"] != dataset:
+                continue
+            kept = sorted((set(per_query[i]) & set(per_query[base])) - set(planted))
+            row["n_without_planted"] = len(kept)
+            for name in measures:
+                pairs = [(per_query[i][q].get(name), per_query[base][q].get(name)) for q in kept]
+                pairs = [(a, b) for a, b in pairs if a is not None and b is not None]
+                row[f"{name}_without_planted"] = _mean([a for a, _ in pairs])
+                compared = i != base and len(pairs) >= 2
+                row[f"{name}_without_planted_p"] = (
+                    paired_p_value([a for a, _ in pairs], [b for _, b in pairs])
+                    if compared
+                    else None
+                )
+    return found
+
+
+def _first_stage_notes(found: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    notes = []
+    for dataset, info in found.items():
+        depth = info["depth"]
+        what = f"top {depth}" if depth else "whole pool"
+        recall = info["recall_at_depth"]
+        text = (
+            f"First stage, {dataset}: {info['first_stage']}'s {what} candidates; recall@"
+            f"{depth or 'pool'} {_fmt(recall)} over the {info['n_queries']} test queries (the "
+            "ceiling of any re-ranker of them); "
+        )
+        if not info["planted_answers"]:
+            text += "no answer planted."
+        else:
+            text += (
+                f"a relevant passage planted at rank {depth} for {info['n_planted']} of them "
+                "whose candidates held none (inject_relevant, Mass et al.'s protocol): the table "
+                "below gives every row on the other "
+                f"{info['n_queries'] - info['n_planted']}."
+            )
+        notes.append(text)
+    return notes
+
+
+def _without_planted_md(
+    rows: Sequence[dict[str, Any]], measures: Sequence[str], found: Mapping[str, Any]
+) -> list[str]:
+    lines: list[str] = []
+    for dataset, info in found.items():
+        if not info["n_planted"]:
+            continue
+        kept = info["n_queries"] - info["n_planted"]
+        lines += [
+            f"## {dataset}: without planted answers",
+            "",
+            f"The {kept} test queries whose first-stage candidates already held a relevant "
+            f"passage (the {info['n_planted']} given a planted one left out); {DAGGER} p < "
+            f"{SIGNIFICANCE_LEVEL}, paired t-test against the first stage on them.",
+            "",
+            "| row | variant | max length | " + " | ".join(measures) + " |",
+            "|---|---|---|" + "---:|" * len(measures),
+        ]
+        for row in rows:
+            if row["dataset"] != dataset:
+                continue
+            values = []
+            for name in measures:
+                text = _fmt(row.get(f"{name}_without_planted"))
+                p = row.get(f"{name}_without_planted_p")
+                values.append(text + (DAGGER if p is not None and p < SIGNIFICANCE_LEVEL else ""))
+            length = "–" if row["max_length"] is None else str(row["max_length"])
+            lines.append(
+                f"| {row.get('row', '')} | {row['variant']} | {length} | {' | '.join(values)} |"
+            )
+        lines.append("")
+    return lines
+
+
 # Superscript letters of the rows of a dataset (no superscript q exists in Unicode).
 LETTERS = "abcdefghijklmnoprstuvwxyz"
 _SUPERSCRIPT = dict(zip(LETTERS, "ᵃᵇᶜᵈᵉᶠᵍʰⁱʲᵏˡᵐⁿᵒᵖʳˢᵗᵘᵛʷˣʸᶻ", strict=True))
@@ -404,6 +533,7 @@ def summarize(
     significance: Mapping[str, Any] | None = None,
     out_significance_csv: str | os.PathLike[str] | None = None,
     out_significance_md: str | os.PathLike[str] | None = None,
+    first_stages: Mapping[str, str | os.PathLike[str]] | None = None,
 ) -> list[dict[str, Any]]:
     """Write the summary table of a study as CSV, Markdown and JSON (each atomically).
 
@@ -420,6 +550,9 @@ def summarize(
             resamples, seed, reference); ``None`` = their defaults.
         out_significance_csv, out_significance_md: where every pairwise comparison goes
             (:mod:`reranklab.report.significance`); ``None`` = not written.
+        first_stages: ``{dataset: first_stage.json}`` of the retrieve step: the first-stage
+            row gets its recall at the depth and how many answers were planted, and where any
+            were, every row its measures without them (``<measure>_without_planted``).
 
     Returns:
         The rows, in table order (per dataset: first-stage rows first, then the given order).
@@ -441,6 +574,7 @@ def summarize(
     rows = [loaded[i][0] for i in order]
     per_query = [loaded[i][1] for i in order]
     _add_significance(rows, per_query, measures)
+    found = _add_first_stage(rows, per_query, measures, first_stages or {})
     settings = Significance.from_settings(significance)
     comparisons = _add_grid_significance(rows, per_query, measures, settings)
     if out_significance_csv is not None:
@@ -450,7 +584,7 @@ def summarize(
 
     seeded = any(row["n_seeds"] >= 2 for row in rows)
     atomic_write_text(out_csv, _csv(rows, measures, seeded))
-    notes = _notes(rows, settings)
+    notes = _notes(rows, settings) + _first_stage_notes(found)
     if seeded:
         notes.insert(
             1,
@@ -460,10 +594,14 @@ def summarize(
                 "spread is in summary.csv); the t-test pairs each query's mean over seeds with the first stage."
             ),
         )
-    atomic_write_text(out_md, _markdown(rows, measures, title, notes, seeded))
+    markdown = _markdown(rows, measures, title, notes, seeded)
+    extra = _without_planted_md(rows, measures, found)
+    atomic_write_text(out_md, markdown + ("\n".join(extra) if extra else ""))
     # Only "title" and the flat per-row entries are scalars or dicts: dvc metrics show/diff
     # display those and skip the lists (measures, notes, rows) meant for people and programs.
     document: dict[str, Any] = {"title": title, "measures": measures, "notes": notes, "rows": rows}
+    if found:
+        document["first_stages"] = found
     for row in rows:
         document[row["key"]] = {name: row[name] for name in measures if row[name] is not None}
     write_json(Path(out_json), document)

@@ -2,6 +2,18 @@
 
 from reranklab.retrieval.backends import get_backend
 from reranklab.retrieval.base import Retriever
-from reranklab.retrieval.candidates import inject_relevant, pool_candidates
+from reranklab.retrieval.candidates import (
+    first_stage_record,
+    inject_relevant,
+    pool_candidates,
+    recall_at_depth,
+)
 
-__all__ = ["Retriever", "get_backend", "inject_relevant", "pool_candidates"]
+__all__ = [
+    "Retriever",
+    "first_stage_record",
+    "get_backend",
+    "inject_relevant",
+    "pool_candidates",
+    "recall_at_depth",
+]

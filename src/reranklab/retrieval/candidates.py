@@ -46,3 +46,58 @@ def inject_relevant(
         out[qid] = dict(ranking)
         injected += 1
     return out, injected
+
+
+def recall_at_depth(run: Run, qrels: Qrels, threshold: int = 1) -> dict[str, float]:
+    """Each judged query's recall in its candidates: the share of its relevant passages there.
+
+    The ceiling a re-ranker of these candidates can reach; a query with no relevant passage of
+    grade >= ``threshold`` has no recall and is left out.
+
+    Example:
+        >>> recall_at_depth({"q": {"a": 2.0, "b": 1.0}, "r": {"c": 1.0}},
+        ...                 {"q": {"a": 1, "z": 1}, "r": {"y": 2}, "s": {"x": 1}})
+        {'q': 0.5, 'r': 0.0, 's': 0.0}
+    """
+    recall = {}
+    for qid in sorted(qrels):
+        relevant = {pid for pid, grade in qrels[qid].items() if grade >= threshold}
+        if relevant:
+            found = relevant & set(run.get(qid, {}))
+            recall[qid] = len(found) / len(relevant)
+    return recall
+
+
+def first_stage_record(
+    run: Run,
+    qrels: Qrels,
+    qids: list[str],
+    protocol: dict,
+) -> dict:
+    """What a first stage gave each query, before any answer was planted.
+
+    ``recall``: each judged query's recall at the depth (:func:`recall_at_depth`);
+    ``planted``: the queries :func:`inject_relevant` gives a relevant passage (those whose
+    candidates held none), empty where the protocol plants none. The summary reads it to report
+    the first stage's recall and every cell on the questions that had an answer to find.
+
+    Example:
+        >>> record = first_stage_record({"q": {"a": 1.0}, "r": {"b": 1.0}},
+        ...     {"q": {"a": 1}, "r": {"c": 1}}, ["q", "r"],
+        ...     {"first_stage": "bm25", "depth": 1, "inject_relevant": True, "relevance_threshold": 1})
+        >>> record["planted"], record["recall"]
+        (['r'], {'q': 1.0, 'r': 0.0})
+    """
+    threshold = int(protocol.get("relevance_threshold") or 1)
+    wanted = set(qids)
+    judged = {q: grades for q, grades in qrels.items() if q in wanted}
+    recall = recall_at_depth(run, judged, threshold)
+    planted = bool(protocol.get("inject_relevant"))
+    return {
+        "first_stage": protocol["first_stage"],
+        "depth": protocol.get("depth"),
+        "planted_answers": planted,
+        "relevance_threshold": threshold,
+        "planted": sorted(q for q, r in recall.items() if planted and r == 0.0),
+        "recall": recall,
+    }

@@ -114,7 +114,7 @@ class RetrieveSpec(JobSpec):
 class SplitSpec(JobSpec):
     """``split``: predefined or cross-validation folds, their seed, and the held-out dev share."""
 
-    protocol: dict[Literal["split", "folds"], Any]
+    protocol: dict[Literal["split", "folds", "scored"], Any]
     seed: int
     dev_fraction: float | None = None
 
@@ -122,7 +122,7 @@ class SplitSpec(JobSpec):
 class SampleSpec(JobSpec):
     """``sample``: negatives per positive, the relevance threshold, and the seed of the job."""
 
-    protocol: dict[Literal["negatives_per_positive", "relevance_threshold"], Any]
+    protocol: dict[Literal["negatives_per_positive", "relevance_threshold", "positives"], Any]
     seed: int
 
 
@@ -227,3 +227,5 @@ class SummarySpec(JobSpec):
     cells: list[SummaryCell]
     title: str
     significance: dict[str, Any] | None = None
+    # dataset -> its first stage's record (first_stage.json of the retrieve step).
+    first_stages: dict[str, str] = {}

@@ -46,8 +46,16 @@ class Protocol(Section):
         description="cv = k-fold cross-validation by query; predefined = the dataset's own split.",
     )
     folds: int = Field(5, ge=2, description="Number of folds for cv.")
+    scored: Literal["test", "dev"] = Field(
+        "test",
+        description="Which held-out queries are re-ranked and scored: test, or dev for choosing settings (the test queries are then left out of the run altogether).",
+    )
     negatives_per_positive: PositiveOrAll = Field(
         "all", description='Negatives kept per positive when sampling training examples, or "all".'
+    )
+    positives: Literal["judged", "candidates"] = Field(
+        "judged",
+        description="Training positives: judged = every judged relevant passage of a training query; candidates = only those among its first-stage candidates, the passages a re-ranker sees (a query whose candidates hold none is dropped).",
     )
     relevance_threshold: int = Field(
         1,

@@ -215,6 +215,9 @@ class StudyPlan:
         # queries. Only when set: a study without it keeps its split job's spec.
         fraction = study_dev_fraction(self.config, self.config["grid"]["variant"]) or None
         protocol = {k: p[k] for k in ("split", "folds")}
+        if p.get("scored", "test") != "test":
+            # Only when set: a study scoring its test queries keeps its split job's spec.
+            protocol["scored"] = p["scored"]
         return SplitSpec(
             protocol=protocol, seed=self.config["seed"], dev_fraction=fraction
         ).to_json()
@@ -222,6 +225,8 @@ class StudyPlan:
     def sample_spec(self, w: Any) -> str:
         p = self.protocol(w.dataset)
         protocol = {k: p[k] for k in ("negatives_per_positive", "relevance_threshold")}
+        if p.get("positives", "judged") != "judged":
+            protocol["positives"] = p["positives"]
         return SampleSpec(protocol=protocol, seed=self.seed_of(w)).to_json()
 
     def scoring_spec(self, w: Any) -> str:
@@ -451,8 +456,15 @@ class StudyPlan:
         ]
         significance = self.config["report"]["significance"]
         return SummarySpec(
-            cells=cells, title=self.config["study"], significance=significance
+            cells=cells,
+            title=self.config["study"],
+            significance=significance,
+            first_stages=dict(zip(self.datasets, self.first_stage_records(), strict=True)),
         ).to_json()
+
+    def first_stage_records(self) -> list[str]:
+        """Each dataset's first-stage record: recall at the depth, the planted answers."""
+        return [f"results/first_stage/{d}/first_stage.json" for d in self.datasets]
 
     def cell_files(self, name: str) -> list[str]:
         return [f"results/cells/{d}/{c}/{name}" for d, c, _, _ in self.all_cells()]

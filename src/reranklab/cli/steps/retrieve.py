@@ -23,14 +23,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--qrels", required=True, help=QRELS + "; for inject_relevant")
     parser.add_argument("--pool", required=True, help="pool.run: the dataset's own candidates")
     parser.add_argument("--out", required=True, help="the candidates run to write (TREC format)")
+    parser.add_argument(
+        "--out-record",
+        help="first_stage.json to write: each query's recall at the depth and the queries given a planted answer",
+    )
     parser.add_argument("--index-dir", help="the BM25 index (the index step's folder; bm25 only)")
     add_threads(parser)
     add_spec(parser, RetrieveSpec)
 
 
 def run(args: argparse.Namespace) -> None:
-    from reranklab.io import read_qrels, read_queries, read_run, write_run
-    from reranklab.retrieval import inject_relevant, pool_candidates
+    from reranklab.io import read_qrels, read_queries, read_run, write_json, write_run
+    from reranklab.retrieval import first_stage_record, inject_relevant, pool_candidates
 
     spec: RetrieveSpec = args.spec
     protocol = spec.protocol.model_dump()
@@ -49,6 +53,12 @@ def run(args: argparse.Namespace) -> None:
             stats["candidates"],
             stats["empty"],
         )
+        if args.out_record:
+            # Read back: the streamed run was never held whole.
+            record = first_stage_record(
+                read_run(args.out), read_qrels(args.qrels), list(queries), protocol
+            )
+            write_json(Path(args.out_record), record)
         return
     if protocol["first_stage"] == "bm25":
         run = retriever(args, spec.retrieval or {}).search(
@@ -56,6 +66,7 @@ def run(args: argparse.Namespace) -> None:
         )
     else:
         run = pool_candidates(read_run(args.pool), list(queries), depth)
+    record = first_stage_record(run, read_qrels(args.qrels), list(queries), protocol)
     if protocol.get("inject_relevant"):
         if not depth:
             raise ReranklabError("inject_relevant needs a depth")
@@ -69,6 +80,8 @@ def run(args: argparse.Namespace) -> None:
         log.info("injected a relevant passage at rank %s for %d queries", depth, injected)
     empty = sum(1 for q in queries if not run.get(q))
     write_run(args.out, run, tag=protocol["first_stage"])
+    if args.out_record:
+        write_json(Path(args.out_record), record)
     log.info(
         "%s: %d queries, %d candidates, %d queries without candidates",
         protocol["first_stage"],

@@ -39,6 +39,7 @@ def run(args: argparse.Namespace) -> None:
         protocol["negatives_per_positive"],
         int(protocol["relevance_threshold"]),
         args.spec.seed + args.fold,
+        protocol.get("positives", "judged"),
     )
     with atomic_path(args.out_pointwise) as tmp:
         examples.pointwise.to_parquet(tmp, index=False)

@@ -25,7 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> None:
     from reranklab.io import read_json, read_qrels, write_folds
-    from reranklab.splits import hold_out_dev, make_folds
+    from reranklab.splits import hold_out_dev, make_folds, score_dev
 
     spec: SplitSpec = args.spec
     protocol = spec.protocol
@@ -38,6 +38,8 @@ def run(args: argparse.Namespace) -> None:
     )
     # training.validation.dev_fraction: dev-less folds hold out part of their training queries.
     folds = hold_out_dev(folds, spec.dev_fraction or 0.0, spec.seed)
+    if protocol.get("scored", "test") == "dev":
+        folds = score_dev(folds)
     write_folds(args.out, folds)
     for fold in folds.folds:
         log.info(

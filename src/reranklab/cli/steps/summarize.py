@@ -46,5 +46,6 @@ def run(args: argparse.Namespace) -> None:
         significance=spec.significance,
         out_significance_csv=args.out_significance_csv,
         out_significance_md=args.out_significance_md,
+        first_stages=spec.first_stages,
     )
     log.info("summary of %d cells written to %s", len(cells), args.out_md)

@@ -32,12 +32,21 @@ PoolerInit = Annotated[
 ]
 
 
+PairPooling = Annotated[
+    Literal["cls", "mean"] | None,
+    Field(
+        description="what the head reads of the (query, passage) sequence: cls = the pooled [CLS] vector (BERT's, the papers'); mean = the mean of its token vectors, as a sentence-embedding encoder (all-MiniLM-L6-v2) was trained to be read; null = cls"
+    ),
+]
+
+
 class CrossEncoderSettings(VariantSettings):
     """What every token cross-encoder reads: how far its query may run (not cut by default),
-    and how its pooler starts (the checkpoint's by default)."""
+    how its pooler starts (the checkpoint's by default) and what its head reads ([CLS])."""
 
     query_max_length: QueryMaxLength = None
     pooler_init: PoolerInit = None
+    pair_pooling: PairPooling = None
 
 
 def token_inputs(training: Mapping[str, Any]) -> dict[str, Any]:
@@ -123,6 +132,7 @@ def build_cross_encoder(
 
     model = CrossEncoderReranker.from_encoder(
         encoder,
+        pooling=CrossEncoderSettings.from_training(training).pair_pooling or "cls",
         variant=variant,
         num_outputs=num_outputs,
         score=score,

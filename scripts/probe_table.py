@@ -1,0 +1,97 @@
+"""The quick start's probe table, from the kept probe summaries (``make probes``).
+
+``--keep DIR --name NAME``: keep a finished probe's summary (its ``results/summary.json``, with
+its wall time and training losses) as ``studies/probes/quickstart/results/NAME.json``; then,
+always, rewrite the table between the markers of ``studies/probes/quickstart/README.md`` from
+every kept summary. Every probe is scored on dev questions, never on the test questions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import yaml
+
+HERE = Path(__file__).resolve().parent.parent / "studies" / "probes" / "quickstart"
+KEPT = HERE / "results"
+START, END = "<!-- probes:start -->", "<!-- probes:end -->"
+
+
+def _losses(folder: Path) -> list[float]:
+    losses = []
+    for stats in sorted(folder.glob("results/models/**/train_stats.json")):
+        data = json.loads(stats.read_text())
+        curve = data.get("loss_curve") or data.get("losses") or []
+        if curve:
+            tenth = max(1, len(curve) // 10)
+            losses += [sum(curve[:tenth]) / tenth, sum(curve[-tenth:]) / tenth]
+    return losses
+
+
+def keep(folder: Path, name: str) -> None:
+    summary = json.loads((folder / "results" / "summary.json").read_text())
+    wall = folder / "wall-seconds"
+    summary["probe"] = {
+        "name": name,
+        "wall_seconds": int(wall.read_text()) if wall.exists() else None,
+        "loss": _losses(folder),
+        "settings": yaml.safe_load((HERE / f"{name}.yaml").read_text()),
+    }
+    KEPT.mkdir(parents=True, exist_ok=True)
+    (KEPT / f"{name}.json").write_text(json.dumps(summary, indent=1, sort_keys=True) + "\n")
+
+
+def _row(path: Path) -> str:
+    summary = json.loads(path.read_text())
+    rows = summary["rows"]
+    first = next(r for r in rows if r["first_stage"])
+    probe = summary.get("probe", {})
+    loss = probe.get("loss") or []
+    out = []
+    for row in rows:
+        if row["first_stage"]:
+            continue
+        delta = row["MAP"] - first["MAP"]
+        p = row.get("MAP_p")
+        out.append(
+            f"| {probe.get('name', path.stem)} | {row['variant']}-L{row['max_length']} | "
+            f"{row['n_queries']} | {first['MAP']:.3f} | {row['MAP']:.3f} | {delta:+.3f} | "
+            f"{'–' if p is None else f'{p:.3g}'} | {row['MRR']:.3f} | "
+            f"{first.get('recall_at_depth') or float('nan'):.3f} | "
+            f"{f'{loss[0]:.3f} → {loss[1]:.3f}' if len(loss) >= 2 else '–'} | "
+            f"{probe.get('wall_seconds') or '–'} |"
+        )
+    return "\n".join(out)
+
+
+def table() -> str:
+    lines = [
+        "| probe | cell | dev queries | BM25 MAP | MAP | Δ MAP | p (t-test) | MRR | BM25 recall@20 | loss | wall s |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|",
+    ]
+    lines += [_row(path) for path in sorted(KEPT.glob("*.json"))]
+    return "\n".join(lines)
+
+
+def write_table() -> None:
+    readme = HERE / "README.md"
+    text = readme.read_text()
+    head, rest = text.split(START, 1)
+    _, tail = rest.split(END, 1)
+    readme.write_text(f"{head}{START}\n{table()}\n{END}{tail}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--keep", type=Path, help="a finished probe's folder")
+    parser.add_argument("--name", help="the probe's name (its YAML file's stem)")
+    args = parser.parse_args()
+    if args.keep:
+        keep(args.keep, args.name)
+    write_table()
+
+
+if __name__ == "__main__":
+    main()
