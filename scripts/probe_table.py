@@ -23,7 +23,7 @@ def _losses(folder: Path) -> list[float]:
     losses = []
     for stats in sorted(folder.glob("results/models/**/train_stats.json")):
         data = json.loads(stats.read_text())
-        curve = data.get("loss_curve") or data.get("losses") or []
+        curve = [point[1] for point in data.get("loss_curve") or [] if point[1] is not None]
         if curve:
             tenth = max(1, len(curve) // 10)
             losses += [sum(curve[:tenth]) / tenth, sum(curve[-tenth:]) / tenth]

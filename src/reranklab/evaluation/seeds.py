@@ -11,6 +11,8 @@ can be combined query by query:
   seed-averaged re-ranker with the first stage query by query;
 - ``fold_mean`` / ``fold_std``: the mean over seeds of each seed's fold mean / fold std;
 - ``per_seed``: each seed's overall values;
+- ``per_seed_query``: each seed's per-query values, so that a test can take the seeds' own
+  spread into account and a subset of the queries can be scored seed by seed;
 - ``random``: each query's expected values under a random ordering of its candidates, the mean
   over seeds (the seeds re-rank the same candidates, so they agree), where every seed has them.
 """
@@ -57,7 +59,7 @@ def aggregate_seeds(
         out: where to write the result (JSON, atomically); None = do not write.
 
     Returns:
-        ``{"seeds", "n_seeds", "overall", "seed_std", "per_seed", "per_query", "random",
+        ``{"seeds", "n_seeds", "overall", "seed_std", "per_seed", "per_query", "per_seed_query", "random",
         "fold_mean", "fold_std", "n_queries", "n_excluded", "n_folds", "relevance_threshold"}``.
 
     Raises:
@@ -142,6 +144,9 @@ def aggregate_seeds(
             for seed, m in zip(seeds, loaded, strict=True)
         },
         "per_query": per_query,
+        "per_seed_query": {
+            str(seed): m["per_query"] for seed, m in zip(seeds, loaded, strict=True)
+        },
         "random": random_order,
         "fold_mean": fold_mean,
         "fold_std": fold_std,

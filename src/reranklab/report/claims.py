@@ -90,6 +90,7 @@ from reranklab.report.claim_file import (
     load_claims,
 )
 from reranklab.report.evidence import Evidence
+from reranklab.report.learned import FIRST_STAGE_BAR, MEASURE, Learned, learned_rows
 from reranklab.report.learning import check_cell
 from reranklab.report.power import TARGET, paired_power
 from reranklab.report.robustness import claim_and_against
@@ -252,8 +253,35 @@ def _seeds(claim: Claim, a: Mapping, b: Mapping, evidence: Evidence) -> tuple[in
     return seeds, effects
 
 
+def _gate_problems(rows: Sequence[Mapping], gate: Mapping[tuple[str, str], Learned]) -> list[str]:
+    """A fine-tuned cross-encoder of the comparison that did not beat its first stage on the
+    questions without planted answers (:mod:`reranklab.report.learned`): it did not learn."""
+    problems = []
+    for row in rows:
+        check = gate.get((str(row.get("study")), str(row.get("key"))))
+        if check is None or check.bar != FIRST_STAGE_BAR or check.clears_bar:
+            continue
+        problems.append(
+            f"{check.key} did not beat its first stage ({check.first_stage}) on the "
+            f"{check.n} questions without planted answers ({MEASURE} "
+            f"{_num(check.value)} vs {_num(check.first_value)}, Holm p "
+            f"{_num(check.p_first)}; {check.verdict})"
+        )
+    return problems
+
+
+def _num(value: float | None) -> str:
+    return "?" if value is None else f"{value:.3f}"
+
+
 def _paired(
-    claim: Claim, study: str, a: Mapping, b: Mapping, evidence: Evidence, alpha: float
+    claim: Claim,
+    study: str,
+    a: Mapping,
+    b: Mapping,
+    evidence: Evidence,
+    alpha: float,
+    gate: Mapping[tuple[str, str], Learned] | None = None,
 ) -> ClaimGrade:
     values_a, values_b = evidence.queries(a), evidence.queries(b)
     if values_a is None or values_b is None:
@@ -285,6 +313,7 @@ def _paired(
         )
         problems += check.problems
         notes += check.notes
+    problems += _gate_problems((a, b), gate or {})
     alternative = claim_and_against(
         claim.kind, diffs, claim.delta, (claim.id, study, str(a.get("dataset")))
     )
@@ -353,6 +382,7 @@ def _grade_one(
     rows: list[Mapping],
     evidence: Evidence,
     alpha: float,
+    gate: Mapping[tuple[str, str], Learned] | None = None,
 ) -> ClaimGrade:
     found_a, found_b = _find(dataset, claim.a, rows), _find(dataset, claim.b, rows)
     if len(found_a) != 1:
@@ -362,7 +392,7 @@ def _grade_one(
     if claim.kind == "ratio":
         grade = _ratio(claim, study, found_a[0], found_b[0], evidence)
     else:
-        grade = _paired(claim, study, found_a[0], found_b[0], evidence, alpha)
+        grade = _paired(claim, study, found_a[0], found_b[0], evidence, alpha, gate)
     return replace(grade, dataset=dataset)
 
 
@@ -457,11 +487,24 @@ def grade_claims(
     alpha: float = 0.05,
     correction: str = "holm",
     paper: str | None = None,
+    cross_encoders: Mapping[str, bool] | None = None,
 ) -> list[ClaimGrade]:
     """Grade every claim (or those of ``paper``) on every given study that runs its paper.
 
-    A claim no given study runs is one NOT RUN line.
+    A claim no given study runs is one NOT RUN line. With ``cross_encoders`` (``{registered
+    variant: whether it is a fine-tuned cross-encoder}``, which this layer cannot import), a
+    comparison holding a fine-tuned cross-encoder that did not beat its first stage on the
+    questions without planted answers is INCONCLUSIVE (did not learn), as the did-each-model-
+    learn table decides it (:func:`reranklab.report.learned.learned_rows`).
     """
+    gate = (
+        None
+        if cross_encoders is None
+        else {
+            (c.study, c.key): c
+            for c in learned_rows(evidence, alpha=alpha, cross_encoders=cross_encoders)
+        }
+    )
     grades: list[ClaimGrade] = []
     for claim in claims:
         if paper is not None and claim.paper != paper and claim.study != paper:
@@ -481,7 +524,7 @@ def grade_claims(
         for study in studies:
             rows = [row for row in evidence.rows if row.get("study") == study]
             for dataset in _datasets(claim, rows):
-                grades.append(_grade_one(claim, study, dataset, rows, evidence, alpha))
+                grades.append(_grade_one(claim, study, dataset, rows, evidence, alpha, gate))
     return _decide(grades, alpha, correction)
 
 

@@ -14,8 +14,11 @@ Grading a number needs a summary row; grading a claim needs more: each row's per
   ``training.json`` (``{row key: [{fold, seed, fine_tuned, steps, epochs, loss_start,
   loss_end, loss_curve}, ...]}``: did each model's training loss fall; start and end are the
   means of the curve's first and last tenth), ``per_seed.json`` (``{row key:
-  {seed: {measure: value}}}``, the cells run with several seeds) and ``provenance.json``
-  (commit, command, machine, wall time, and what else ran on the machine meanwhile).
+  {seed: {measure: value}}}``, the cells run with several seeds), ``per_seed_query.json``
+  (``{row key: {seed: {qid: {measure: value}}}}``) and ``provenance.json`` (commit, command,
+  machine, wall time, and what else ran on the machine meanwhile). The summary's
+  ``first_stages`` (or, for a study recorded before it had them, ``first_stages.json`` beside
+  it) names each dataset's test queries that were given a planted answer.
 
 A row missing from ``random_order.json`` or ``training.json`` (or a folder recorded before they
 existed) has them *not recorded*: :class:`Evidence` answers ``None``, and the grading says so
@@ -47,6 +50,9 @@ PER_QUERY, TIMINGS, PROVENANCE, SUMMARY = (
     "summary.json",
 )
 RANDOM_ORDER, TRAINING, PER_SEED = ("random_order.json", "training.json", "per_seed.json")
+# Each seed's per-query values (cells with a seed axis); and, for a summary written before the
+# summary kept its first stages, the first-stage records made afterwards (first_stages.json).
+PER_SEED_QUERY, FIRST_STAGES = "per_seed_query.json", "first_stages.json"
 # Row fields that only locate files of the run that wrote them: a recorded summary drops them.
 LOCAL_FIELDS = ("metrics_path", "summary")
 
@@ -64,6 +70,9 @@ class Evidence:
         training: ``{id(row): [{fold, seed, fine_tuned, steps, epochs, loss_start, loss_end}]}``
             (an empty list: the row trained no model).
         per_seed: ``{id(row): {seed: {measure: value}}}`` for cells run with several seeds.
+        per_seed_query: ``{id(row): {seed: {qid: {measure: value}}}}`` where recorded.
+        planted: ``{id(row): qids}``: the test queries of the row's dataset given a planted
+            answer (``inject_relevant``); an empty set where none was, absent where unknown.
     """
 
     rows: list[dict[str, Any]]
@@ -73,6 +82,16 @@ class Evidence:
     random: dict[int, dict[str, dict[str, float]]] = field(default_factory=dict)
     training: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
     per_seed: dict[int, dict[str, dict[str, float]]] = field(default_factory=dict)
+    per_seed_query: dict[int, dict[str, dict[str, dict[str, float]]]] = field(default_factory=dict)
+    planted: dict[int, frozenset[str]] = field(default_factory=dict)
+
+    def planted_queries(self, row: Mapping[str, Any]) -> frozenset[str] | None:
+        """The row's test queries given a planted answer (``None``: not recorded)."""
+        return self.planted.get(id(row))
+
+    def seed_queries(self, row: Mapping[str, Any]) -> dict[str, dict[str, dict[str, float]]]:
+        """Each seed's per-query values (``{}``: one seed, or not recorded)."""
+        return self.per_seed_query.get(id(row), {})
 
     def queries(self, row: Mapping[str, Any]) -> dict[str, dict[str, float]] | None:
         return self.per_query.get(id(row))
@@ -197,6 +216,8 @@ def _load_live(row: dict[str, Any], path: Path, evidence: Evidence) -> None:
             evidence.random[id(row)] = metrics["random"]
         if len(metrics.get("per_seed") or {}) >= 2:
             evidence.per_seed[id(row)] = metrics["per_seed"]
+        if len(metrics.get("per_seed_query") or {}) >= 2:
+            evidence.per_seed_query[id(row)] = metrics["per_seed_query"]
     if row.get("first_stage"):
         evidence.training[id(row)] = []
     else:
@@ -211,8 +232,14 @@ def _load_one(path: Path, evidence: Evidence) -> None:
     folder = path.parent
     recorded_queries = _recorded(folder, PER_QUERY)
     recorded = {
-        name: _recorded(folder, name) for name in (TIMINGS, RANDOM_ORDER, TRAINING, PER_SEED)
+        name: _recorded(folder, name)
+        for name in (TIMINGS, RANDOM_ORDER, TRAINING, PER_SEED, PER_SEED_QUERY)
     }
+    first_stages = read_json(path).get("first_stages") or _recorded(folder, FIRST_STAGES) or {}
+    for row in rows:
+        if row.get("dataset") in first_stages:
+            planted = first_stages[row["dataset"]].get("planted") or []
+            evidence.planted[id(row)] = frozenset(planted)
     if (folder / PROVENANCE).is_file():
         evidence.provenance[str(path)] = read_json(folder / PROVENANCE)
     for row in rows:
@@ -231,6 +258,8 @@ def _load_one(path: Path, evidence: Evidence) -> None:
             evidence.training[id(row)] = list(recorded[TRAINING].get(key, []))
         if recorded[PER_SEED] is not None and key in recorded[PER_SEED]:
             evidence.per_seed[id(row)] = recorded[PER_SEED][key]
+        if recorded[PER_SEED_QUERY] is not None and key in recorded[PER_SEED_QUERY]:
+            evidence.per_seed_query[id(row)] = recorded[PER_SEED_QUERY][key]
         evidence.rows.append(row)
 
 
@@ -308,6 +337,7 @@ def record(
     random_order: dict[str, Any] = {}
     training: dict[str, Any] = {}
     per_seed: dict[str, Any] = {}
+    per_seed_query: dict[str, Any] = {}
     for row in evidence.rows:
         key = row["key"]
         values = evidence.queries(row)
@@ -331,6 +361,8 @@ def record(
             training[key] = evidence.trainings(row)
         if evidence.seed_values(row):
             per_seed[key] = evidence.seed_values(row)
+        if evidence.seed_queries(row):
+            per_seed_query[key] = evidence.seed_queries(row)
     document["rows"] = [
         {k: v for k, v in row.items() if k not in LOCAL_FIELDS} for row in document.get("rows", [])
     ]
@@ -356,6 +388,7 @@ def record(
         (RANDOM_ORDER, random_order),
         (TRAINING, training),
         (PER_SEED, per_seed),
+        (PER_SEED_QUERY, per_seed_query),
         (PROVENANCE, provenance),
     ):
         write_json(out / name, content)

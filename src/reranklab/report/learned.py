@@ -6,12 +6,17 @@ that does not beat the candidates' own order (BM25's, or the dataset's pool) has
 what the papers' models learned; a frozen-encoder head or a word-vector model must at least beat
 a random ordering of its candidates. For each trained row, on one measure (MAP by default):
 
-- its value (each query's mean over the seeds) against its first stage's on the same queries:
-  a one-sided paired t-test, Holm-corrected over the study's trained rows;
+- its value (each query's mean over the seeds) against its first stage's on the same queries,
+  leaving out the questions given a planted answer (``inject_relevant``): there the first stage
+  ranks the planted answer last by construction, so any re-ranker gains on them, and a win that
+  rests on them is not a win over the first stage's own candidates. A one-sided paired t-test,
+  Holm-corrected over the study's trained rows;
 - against each query's expected value under a random ordering of its candidates (recorded by
   the evaluation), tested and corrected alike;
-- each seed's overall value against the first stage's: a cell above it on the mean can hold a
-  seed that is not (a seed that did not learn), which the mean hides;
+- each seed's value against the first stage's on the same queries (from each seed's per-query
+  values; a study recorded without them: each seed's overall value where no answer was planted,
+  else not known): a cell above it on the mean can hold a seed that is not (a seed that did not
+  learn), which the mean hides;
 - its models' training loss, the means of the first and the last tenth of each loss curve.
 
 Its verdict is ``above first stage`` (significant, every seed above, every loss fell), ``above
@@ -71,6 +76,8 @@ class Learned:
         random_value: a random ordering's expected value on the same queries.
         seeds: each seed's overall value (``{}``: one seed, or not recorded).
         n: the queries compared.
+        planted: the queries left out because they were given a planted answer (``None``:
+            not recorded whether any were).
         loss: ``(start, end)`` means over the models of their first and last tenth's loss.
         loss_fell: whether every model's loss fell (``None``: no loss recorded).
         p_first: the corrected p of *above the first stage*.
@@ -88,6 +95,7 @@ class Learned:
     random_value: float | None = None
     seeds: dict[str, float] = field(default_factory=dict)
     n: int = 0
+    planted: int | None = None
     loss: tuple[float, float] | None = None
     loss_fell: bool | None = None
     p_first: float | None = None
@@ -162,20 +170,19 @@ def _check(
     first = _values(evidence.queries(stage), measure) if stage else {}
     if not cell or not first or set(cell) != set(first):
         return learned  # never compared on a part of the queries
-    queries = sorted(cell)
+    planted = evidence.planted_queries(row)
+    queries = sorted(set(cell) - (planted or set()))
+    if len(queries) < 2:
+        return replace(learned, planted=len(cell) - len(queries))
     xs = np.array([cell[q] for q in queries])
     fs = np.array([first[q] for q in queries])
-    seeds = {
-        str(seed): float(values[measure])
-        for seed, values in evidence.seed_values(row).items()
-        if values.get(measure) is not None
-    }
     learned = replace(
         learned,
         value=float(xs.mean()),
         first_value=float(fs.mean()),
-        seeds=seeds,
+        seeds=_seed_values(row, evidence, measure, queries, bool(planted)),
         n=len(queries),
+        planted=None if planted is None else len(cell) - len(queries),
         p_first=one_sided_t(xs - fs, 0.0, "greater"),
     )
     random = _values(evidence.random_order(row), measure)
@@ -185,6 +192,27 @@ def _check(
             learned, random_value=float(rs.mean()), p_random=one_sided_t(xs - rs, 0.0, "greater")
         )
     return learned
+
+
+def _seed_values(
+    row: Mapping[str, Any], evidence: Evidence, measure: str, queries: list[str], planted: bool
+) -> dict[str, float]:
+    """Each seed's value on ``queries``: from its per-query values, else (a record without them)
+    its overall value, which holds only when no query was left out."""
+    by_query = evidence.seed_queries(row)
+    if by_query:
+        return {
+            str(seed): float(np.mean([values[q][measure] for q in queries]))
+            for seed, values in by_query.items()
+            if all((values.get(q) or {}).get(measure) is not None for q in queries)
+        }
+    if planted:
+        return {}
+    return {
+        str(seed): float(values[measure])
+        for seed, values in evidence.seed_values(row).items()
+        if values.get(measure) is not None
+    }
 
 
 def _verdict(learned: Learned, alpha: float) -> str:
@@ -262,7 +290,7 @@ def _p(value: float | None) -> str:
 
 def _seeds_text(learned: Learned) -> str:
     if not learned.seeds:
-        return "1 seed"
+        return "not recorded without planted answers" if learned.planted else "1 seed"
     above = len(learned.seeds) - len(learned.seeds_below)
     each = ", ".join(f"{seed}: {value:.3f}" for seed, value in sorted(learned.seeds.items()))
     return f"{above}/{len(learned.seeds)} ({each})"
@@ -295,18 +323,22 @@ def format_markdown(checked: Sequence[Learned], measure: str = MEASURE) -> str:
     lines = [
         f"{len(checked)} trained cells: {tally} ({measure}; p one-sided, Holm-corrected over each "
         "study's trained cells; seeds: how many are above the first stage, and each one's value).",
+        "Every comparison with the first stage leaves out the questions given a planted answer "
+        "(column planted: how many; – where the study did not record which): the first stage "
+        "ranks a planted answer last, so a win on them is no win over its candidates.",
         f"{cleared} of {len(checked)} clear their bar: a fine-tuned cross-encoder its first stage, "
         "any other trained model a random ordering (a verdict in bold does not).",
         "",
         f"| verdict | bar | study | cell | {measure} | first stage | {measure} (first stage) | p | "
-        f"random order | p | seeds above first stage | training loss | n |",
-        "|---|---|---|---|---:|---|---:|---:|---:|---:|---|---|---:|",
+        f"random order | p | seeds above first stage | training loss | n | planted |",
+        "|---|---|---|---|---:|---|---:|---:|---:|---:|---|---|---:|---:|",
     ]
     for c in checked:
         verdict = c.verdict if c.clears_bar else f"**{c.verdict}**"
         lines.append(
             f"| {verdict} | {c.bar} | {c.study} | {c.key} | {_f(c.value)} | {c.first_stage or '–'} | "
             f"{_f(c.first_value)} | {_p(c.p_first)} | {_f(c.random_value)} | {_p(c.p_random)} | "
-            f"{_seeds_text(c)} | {_loss_text(c)} | {c.n or '–'} |"
+            f"{_seeds_text(c)} | {_loss_text(c)} | {c.n or '–'} | "
+            f"{'–' if c.planted is None else c.planted} |"
         )
     return "\n".join(lines)

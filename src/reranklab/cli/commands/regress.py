@@ -145,6 +145,7 @@ def _pages(args: argparse.Namespace) -> list[Path]:
 
 def _grade_claims(args: argparse.Namespace, evidence: Any) -> list:
     """The papers' claims graded on the evidence (none with --no-claims or no claims file)."""
+    from reranklab.models.registry import cross_encoders
     from reranklab.report import claims, regress
 
     claims_path = args.claims if args.claims is not None else regress.default_path("claims.yaml")
@@ -152,7 +153,12 @@ def _grade_claims(args: argparse.Namespace, evidence: Any) -> list:
         return []
     found = claims.load_claims(claims_path)
     return claims.grade_claims(
-        found.claims, evidence, found.alpha, found.correction, paper=args.study
+        found.claims,
+        evidence,
+        found.alpha,
+        found.correction,
+        paper=args.study,
+        cross_encoders=cross_encoders(),
     )
 
 
