@@ -57,10 +57,13 @@ quickstart: install
 # The quick start, timed, then kept in studies/results/quickstart-cpu/quickstart/ (summary, per-query
 # values, wall time, machine): the README's quick-start table is written from it by readme-tables.
 quickstart-record: install
+	@git diff --quiet HEAD -- config/quickstart.yaml src workflow Snakefile params.yaml \
+	  || { echo "commit config/quickstart.yaml and the code first: a record names the commit it started from"; exit 1; }
 	rm -rf results .snakemake
-	start=$$(date +%s); $(MAKE) --no-print-directory quickstart; end=$$(date +%s); \
+	commit=$$(git rev-parse HEAD); start=$$(date +%s); $(MAKE) --no-print-directory quickstart; end=$$(date +%s); \
 	$(BIN)/reranklab record --summary results/summary.json --out studies/results/quickstart-cpu/quickstart \
-	  --command "make quickstart CORES=$(CORES)" --wall-seconds $$((end - start))
+	  --command "make quickstart CORES=$(CORES)" --wall-seconds $$((end - start)) \
+	  --study-file config/quickstart.yaml --commit $$commit
 	$(MAKE) --no-print-directory readme-tables
 
 # The quick start with three seeds (negative sampling, initialisation, data order): its summary
@@ -109,6 +112,9 @@ MINILM_OUT := studies/results/minilm-cpu
 minilm-studies: $(MINILM_TARGETS)
 
 $(MINILM_TARGETS): minilm-%: install
+	@git diff --quiet HEAD -- studies/minilm/$*.yaml src workflow Snakefile params.yaml \
+	  || { echo "commit studies/minilm/$*.yaml and the code first: a record names the commit it started from"; exit 1; }
+	mkdir -p "$(MINILM_WORK)" && git rev-parse HEAD > "$(MINILM_WORK).$*.commit"
 	rm -rf "$(MINILM_WORK)/$*"
 	$(BIN)/reranklab init "$(MINILM_WORK)/$*" > /dev/null
 	cd "$(MINILM_WORK)/$*" && start=$$(date +%s) \
@@ -116,6 +122,7 @@ $(MINILM_TARGETS): minilm-%: install
 	  && echo $$(( $$(date +%s) - start )) > wall-seconds
 	$(BIN)/reranklab record --summary "$(MINILM_WORK)/$*/results/summary.json" --out $(MINILM_OUT)/$* \
 	  --wall-seconds $$(cat "$(MINILM_WORK)/$*/wall-seconds") $(if $(SHARED),--shared "$(SHARED)") \
+	  --study-file studies/minilm/$*.yaml --commit $$(cat "$(MINILM_WORK).$*.commit") \
 	  --command "make minilm-$* CORES=$(CORES) (reranklab init <dir>; cd <dir>; snakemake --cores $(CORES) --resources gpu=1 --configfile studies/minilm/$*.yaml)"
 
 # dvc.lock records the quick start (params.yaml's dvc.configfiles): re-record it after changing

@@ -35,6 +35,7 @@ import subprocess
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from hashlib import sha256
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from statistics import fmean
@@ -311,6 +312,8 @@ def record(
     command: str,
     wall_seconds: float | None = None,
     shared: str | None = None,
+    study_file: str | os.PathLike[str] | None = None,
+    commit: str | None = None,
 ) -> list[Path]:
     """Write a study's results as a recorded folder (see the module docstring).
 
@@ -320,6 +323,9 @@ def record(
         command: the command that produced the results (for the reader who regenerates them).
         wall_seconds: how long that command took.
         shared: what else ran on the machine meanwhile (None: it had the machine to itself).
+        study_file: the configuration file it ran with: its path and sha256 are kept, so that
+            the record can be checked against the file at its start commit.
+        commit: the commit the study started from (default: the working directory's now).
 
     Returns:
         The files written.
@@ -368,7 +374,7 @@ def record(
     ]
     provenance = {
         "study": document.get("title"),
-        "commit": _git_commit(Path.cwd()),
+        "commit": commit or _git_commit(Path.cwd()),
         "command": command,
         "wall_seconds": wall_seconds,
         "machine_shared": shared,
@@ -380,6 +386,9 @@ def record(
             if epoch.get("device")
         ),
     }
+    if study_file is not None:
+        provenance["study_file"] = str(study_file)
+        provenance["study_file_sha256"] = sha256(Path(study_file).read_bytes()).hexdigest()
     written = []
     for name, content in (
         (SUMMARY, document),

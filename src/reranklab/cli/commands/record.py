@@ -26,10 +26,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="what else ran on the machine meanwhile (the wall time then says less; the "
         "results do not depend on it), e.g. 'the test suite; paused 797 s'",
     )
+    parser.add_argument(
+        "--study-file",
+        default=None,
+        help="the configuration file the study ran with (its path in the checkout and its "
+        "sha256 are kept: a test checks that the start commit holds the same file)",
+    )
+    parser.add_argument(
+        "--commit",
+        default=None,
+        help="the commit the study started from (default: the checkout's commit now)",
+    )
 
 
 def run(args: argparse.Namespace) -> None:
     from reranklab.report.evidence import record
 
-    written = record(args.summary, args.out, args.command, args.wall_seconds, args.shared)
+    written = record(
+        args.summary,
+        args.out,
+        args.command,
+        args.wall_seconds,
+        args.shared,
+        study_file=args.study_file,
+        commit=args.commit,
+    )
     print(f"recorded {len(written)} files in {args.out}")
