@@ -50,6 +50,26 @@ def _provenance_line(evidence: Evidence) -> str:
     return ""
 
 
+def _protocol_line(rows: Sequence[Mapping[str, Any]]) -> str:
+    """What the rows re-rank: the first stage, its depth and recall, and any planted answers."""
+    first = next((row for row in rows if row.get("first_stage")), None)
+    if first is None or first.get("recall_at_depth") is None:
+        return ""
+    depth = first.get("depth")
+    planted = int(first.get("n_planted") or 0)
+    n = first.get("n_queries")
+    line = (
+        f"Protocol: every row re-ranks {first['variant']}'s top {depth} candidates of each of the "
+        f"{n} test questions (recall@{depth} {first['recall_at_depth']:.3f}: the share of "
+        "their answers in the candidates, the ceiling of any re-ranker)"
+    )
+    if not planted:
+        return line + "; no answer planted."
+    return line + (
+        f"; a missed answer was planted at rank {depth} for {planted} of them (inject_relevant)."
+    )
+
+
 def format_quickstart(evidence: Evidence, measures: Sequence[str] = MEASURES) -> str | None:
     """The quick start's rows as a Markdown table and a line saying where they come from.
 
@@ -74,4 +94,5 @@ def format_quickstart(evidence: Evidence, measures: Sequence[str] = MEASURES) ->
     for row in rows:
         values = " | ".join(_value(row, measure) for measure in measures)
         lines.append(f"| {row.get('row', '–')} | {_cell(row)} | {values} |")
-    return "\n".join([*lines, "", _provenance_line(evidence)]).rstrip() + "\n"
+    notes = [note for note in (_protocol_line(rows), _provenance_line(evidence)) if note]
+    return "\n".join([*lines, *(part for note in notes for part in ("", note))]) + "\n"
