@@ -148,12 +148,17 @@ lint: install
 clean:
 	rm -rf results .snakemake
 
-# The quick start's probes (studies/probes/quickstart/): each probe file layered on the quick
-# start and on dev.yaml (no planted answer, 200 dev questions scored, the test questions left out),
-# run in its own folder, its summary kept in studies/probes/quickstart/results/; then the probe
-# table (studies/probes/quickstart/README.md) is rewritten from every kept summary.
-PROBES := $(basename $(notdir $(filter-out %/dev.yaml,$(wildcard studies/probes/quickstart/*.yaml))))
-PROBES_WORK ?= $(CURDIR)/results/probes
+# A study's probes (studies/probes/<PROBE_STUDY>/, the quick start's by default): each probe file
+# layered on the study's configuration (PROBE_CONFIG) and on the folder's dev.yaml (its dev
+# questions scored, the test questions left out), run in its own folder, its summary kept in
+# studies/probes/<PROBE_STUDY>/results/; then the probe table (the folder's README.md) is
+# rewritten from every kept summary. E.g. make probes PROBE_STUDY=monobert2019
+# PROBE_CONFIG=studies/minilm/monobert2019.yaml.
+PROBE_STUDY ?= quickstart
+PROBE_CONFIG ?= config/quickstart.yaml
+PROBE_DIR := studies/probes/$(PROBE_STUDY)
+PROBES := $(basename $(notdir $(filter-out %/dev.yaml,$(wildcard $(PROBE_DIR)/*.yaml))))
+PROBES_WORK ?= $(CURDIR)/results/probes/$(PROBE_STUDY)
 .PHONY: probes $(addprefix probe-,$(PROBES)) probe-table
 probes: $(addprefix probe-,$(PROBES))
 
@@ -161,10 +166,10 @@ $(addprefix probe-,$(PROBES)): probe-%: install
 	rm -rf "$(PROBES_WORK)/$*"
 	$(BIN)/reranklab init "$(PROBES_WORK)/$*" > /dev/null
 	cd "$(PROBES_WORK)/$*" && start=$$(date +%s) \
-	  && $(BIN)/snakemake --cores $(CORES) --resources gpu=1 --configfile config/quickstart.yaml \
-	     $(CURDIR)/studies/probes/quickstart/dev.yaml $(CURDIR)/studies/probes/quickstart/$*.yaml \
+	  && $(BIN)/snakemake --cores $(CORES) --resources gpu=1 --configfile $(PROBE_CONFIG) \
+	     $(CURDIR)/$(PROBE_DIR)/dev.yaml $(CURDIR)/$(PROBE_DIR)/$*.yaml \
 	  && echo $$(( $$(date +%s) - start )) > wall-seconds
-	$(BIN)/python scripts/probe_table.py --keep "$(PROBES_WORK)/$*" --name $*
+	$(BIN)/python scripts/probe_table.py --folder $(PROBE_DIR) --keep "$(PROBES_WORK)/$*" --name $*
 
 probe-table: install
-	$(BIN)/python scripts/probe_table.py
+	$(BIN)/python scripts/probe_table.py --folder $(PROBE_DIR)

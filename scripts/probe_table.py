@@ -1,9 +1,10 @@
-"""The quick start's probe table, from the kept probe summaries (``make probes``).
+"""A study's probe table, from the kept probe summaries (``make probes``).
 
 ``--keep DIR --name NAME``: keep a finished probe's summary (its ``results/summary.json``, with
-its wall time and training losses) as ``studies/probes/quickstart/results/NAME.json``; then,
-always, rewrite the table between the markers of ``studies/probes/quickstart/README.md`` from
-every kept summary. Every probe is scored on dev questions, never on the test questions.
+its wall time and training losses) as ``<folder>/results/NAME.json``; then, always, rewrite the
+table between the markers of ``<folder>/README.md`` from every kept summary (``--folder``:
+``studies/probes/quickstart`` by default). Every probe is scored on dev questions, never on the
+test questions.
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ from pathlib import Path
 
 import yaml
 
-HERE = Path(__file__).resolve().parent.parent / "studies" / "probes" / "quickstart"
-KEPT = HERE / "results"
+ROOT = Path(__file__).resolve().parent.parent
+HERE = ROOT / "studies" / "probes" / "quickstart"
 START, END = "<!-- probes:start -->", "<!-- probes:end -->"
 
 
@@ -30,17 +31,17 @@ def _losses(folder: Path) -> list[float]:
     return losses
 
 
-def keep(folder: Path, name: str) -> None:
+def keep(here: Path, folder: Path, name: str) -> None:
     summary = json.loads((folder / "results" / "summary.json").read_text())
     wall = folder / "wall-seconds"
     summary["probe"] = {
         "name": name,
         "wall_seconds": int(wall.read_text()) if wall.exists() else None,
         "loss": _losses(folder),
-        "settings": yaml.safe_load((HERE / f"{name}.yaml").read_text()),
+        "settings": yaml.safe_load((here / f"{name}.yaml").read_text()),
     }
-    KEPT.mkdir(parents=True, exist_ok=True)
-    (KEPT / f"{name}.json").write_text(json.dumps(summary, indent=1, sort_keys=True) + "\n")
+    (here / "results").mkdir(parents=True, exist_ok=True)
+    (here / "results" / f"{name}.json").write_text(json.dumps(summary, indent=1, sort_keys=True) + "\n")
 
 
 def _row(path: Path) -> str:
@@ -66,31 +67,33 @@ def _row(path: Path) -> str:
     return "\n".join(out)
 
 
-def table() -> str:
+def table(here: Path) -> str:
     lines = [
-        "| probe | cell | dev queries | BM25 MAP | MAP | Δ MAP | p (t-test) | MRR | BM25 recall@20 | loss | wall s |",
+        "| probe | cell | dev queries | first stage MAP | MAP | Δ MAP | p (t-test) | MRR | first-stage recall | loss | wall s |",
         "|---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|",
     ]
-    lines += [_row(path) for path in sorted(KEPT.glob("*.json"))]
+    lines += [_row(path) for path in sorted((here / "results").glob("*.json"))]
     return "\n".join(lines)
 
 
-def write_table() -> None:
-    readme = HERE / "README.md"
+def write_table(here: Path) -> None:
+    readme = here / "README.md"
     text = readme.read_text()
     head, rest = text.split(START, 1)
     _, tail = rest.split(END, 1)
-    readme.write_text(f"{head}{START}\n{table()}\n{END}{tail}")
+    readme.write_text(f"{head}{START}\n{table(here)}\n{END}{tail}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--folder", type=Path, default=HERE, help="the probes' folder")
     parser.add_argument("--keep", type=Path, help="a finished probe's folder")
     parser.add_argument("--name", help="the probe's name (its YAML file's stem)")
     args = parser.parse_args()
+    here = args.folder if args.folder.is_absolute() else ROOT / args.folder
     if args.keep:
-        keep(args.keep, args.name)
-    write_table()
+        keep(here, args.keep, args.name)
+    write_table(here)
 
 
 if __name__ == "__main__":
