@@ -234,3 +234,16 @@ def test_a_claim_on_a_cross_encoder_that_did_not_beat_its_first_stage_is_inconcl
     assert "d/pairwise_ce/L64 did not beat its first stage (d/bm25) on the 15 questions" in (
         gated.reason
     )
+
+
+def test_a_study_graded_at_two_sizes_spends_its_alpha_over_both_looks():
+    from reranklab.report.claims import study_alphas
+
+    folders = [REPO / "studies/results/minilm-cpu" / s for s in ("mass2019", "bertdmn2021")]
+    evidence = load_evidence(folders)
+    # Both were graded on 250 test questions, then on 500 holding them: Bonferroni over 2 looks.
+    assert study_alphas(evidence, 0.05) == {"mass2019-minilm": 0.025, "bertdmn2021-minilm": 0.025}
+    assert (
+        study_alphas(load_evidence([REPO / "studies/results/quickstart-cpu/quickstart"]), 0.05)
+        == {}
+    )

@@ -455,10 +455,33 @@ def _robustness(
     return out
 
 
-def _decide(grades: list[ClaimGrade], alpha: float, correction: str) -> list[ClaimGrade]:
+def study_alphas(evidence: Evidence, alpha: float) -> dict[str, float]:
+    """Each recorded study's significance level: ``alpha`` divided by the looks its provenance
+    says were taken at its claims (``looks``: a study graded on a smaller test set, then re-graded
+    on a larger one holding it, spends its alpha over both; Bonferroni over the looks).
+
+    Example:
+        >>> study_alphas(Evidence(rows=[], provenance={"s": {"study": "x", "looks": 2}}), 0.05)
+        {'x': 0.025}
+    """
+    return {
+        str(p["study"]): alpha / int(p["looks"])
+        for p in evidence.provenance.values()
+        if p.get("study") and int(p.get("looks") or 1) > 1
+    }
+
+
+def _decide(
+    grades: list[ClaimGrade],
+    alpha: float,
+    correction: str,
+    alphas: Mapping[str, float] | None = None,
+) -> list[ClaimGrade]:
     """Correct the paired claims' p-values within each study and set their status."""
     out = list(grades)
+    default = alpha
     for study in dict.fromkeys(g.study for g in grades):
+        alpha = (alphas or {}).get(study, default)
         tested = [i for i, g in enumerate(out) if g.study == study and g.p is not None]
         p_claim = correct([out[i].p for i in tested], correction, alpha)
         p_against = correct([out[i].p_against for i in tested], correction, alpha)
@@ -505,6 +528,7 @@ def grade_claims(
             for c in learned_rows(evidence, alpha=alpha, cross_encoders=cross_encoders)
         }
     )
+    alphas = study_alphas(evidence, alpha)
     grades: list[ClaimGrade] = []
     for claim in claims:
         if paper is not None and claim.paper != paper and claim.study != paper:
@@ -524,8 +548,9 @@ def grade_claims(
         for study in studies:
             rows = [row for row in evidence.rows if row.get("study") == study]
             for dataset in _datasets(claim, rows):
-                grades.append(_grade_one(claim, study, dataset, rows, evidence, alpha, gate))
-    return _decide(grades, alpha, correction)
+                level = alphas.get(study, alpha)
+                grades.append(_grade_one(claim, study, dataset, rows, evidence, level, gate))
+    return _decide(grades, alpha, correction, alphas)
 
 
 def counts(grades: Sequence[ClaimGrade]) -> dict[str, int]:
