@@ -145,3 +145,13 @@ def test_a_record_that_is_not_one_names_its_file(tmp_path):
         summarize(
             cells, tmp_path / "a", tmp_path / "b", tmp_path / "c", "t", first_stages={"d": bad}
         )
+
+
+def test_the_csv_carries_the_recall_and_the_measures_without_planted_answers(summary, tmp_path):
+    import csv
+
+    rows = list(csv.DictReader((tmp_path / "s.csv").open(encoding="utf-8")))
+    assert rows[0]["recall_at_depth"] == repr(3.5 / 8) and rows[0]["n_planted"] == "4"
+    assert float(rows[1]["MAP_without_planted"]) == pytest.approx(
+        sum(CE_MAP[q] for q in ("q1", "q2", "q3", "q4")) / 4
+    )

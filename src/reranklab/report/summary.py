@@ -353,11 +353,21 @@ def _columns(measures: Sequence[str], seeded: bool = False) -> list[str]:
     )
 
 
+def _first_stage_columns(rows: list[dict[str, Any]], measures: Sequence[str]) -> list[str]:
+    """The first stage's recall and planted answers, and the rows without them, where known."""
+    columns = []
+    if any(row.get("recall_at_depth") is not None for row in rows):
+        columns += ["depth", "recall_at_depth", "n_planted"]
+    if any("n_without_planted" in row for row in rows):
+        columns += [f"{name}_without_planted{p}" for name in measures for p in ("", "_p")]
+        columns.append("n_without_planted")
+    return columns
+
+
 def _csv(rows: list[dict[str, Any]], measures: Sequence[str], seeded: bool = False) -> str:
     buffer = io.StringIO()
-    writer = csv.DictWriter(
-        buffer, fieldnames=_columns(measures, seeded), extrasaction="ignore", lineterminator="\n"
-    )
+    fields = _columns(measures, seeded) + _first_stage_columns(rows, measures)
+    writer = csv.DictWriter(buffer, fieldnames=fields, extrasaction="ignore", lineterminator="\n")
     writer.writeheader()
     for row in rows:
         writer.writerow({k: ("" if v is None else v) for k, v in row.items()})
