@@ -37,6 +37,8 @@ def test_registered_with_the_bert_dmn_protocol() -> None:
         "folds": 5,
         "negatives_per_positive": 1,
         "relevance_threshold": 3,
+        "positives": "judged",
+        "scored": "test",
         "metrics": ["MAP", "MRR", "P@1", "nDCG@10"],
         "options": {"dev_queries": 200, "dev_seed": 42},
         "scoring": None,

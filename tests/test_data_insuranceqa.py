@@ -39,6 +39,8 @@ def test_registered_with_the_bert_dmn_protocol() -> None:
         "folds": 5,
         "negatives_per_positive": 1,
         "relevance_threshold": 1,
+        "positives": "judged",
+        "scored": "test",
         "metrics": ["MAP", "MRR"],
         "options": {
             "source": "github",

@@ -46,6 +46,8 @@ def test_registered_with_the_monobert_protocol() -> None:
         "folds": 5,
         "negatives_per_positive": 1,
         "relevance_threshold": 1,
+        "positives": "judged",
+        "scored": "test",
         "metrics": ["MRR@10"],
         "options": {"train_queries": 20000, "train_seed": 42},
         "scoring": None,

@@ -50,6 +50,8 @@ def test_registered_with_the_protocol_of_mass_et_al() -> None:
         "folds": 5,
         "negatives_per_positive": 2,
         "relevance_threshold": 1,
+        "positives": "judged",
+        "scored": "test",
         "metrics": ["P@1", "MRR", "MAP"],
         "options": {},
         "scoring": None,

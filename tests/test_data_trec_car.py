@@ -257,6 +257,8 @@ def test_registered_with_the_monobert_protocol() -> None:
         "folds": 5,
         "negatives_per_positive": 1,
         "relevance_threshold": 1,
+        "positives": "judged",
+        "scored": "test",
         "metrics": ["MAP"],
         "options": {"train_folds": [0, 1, 2, 3], "train_queries": 20000, "train_seed": 42},
         "scoring": None,

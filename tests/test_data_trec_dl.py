@@ -47,6 +47,8 @@ def test_registered_with_the_track_protocol() -> None:
         "folds": 5,
         "negatives_per_positive": 1,
         "relevance_threshold": 2,
+        "positives": "judged",
+        "scored": "test",
         "metrics": ["nDCG@10", "MAP", "MRR"],
         "options": {"train_queries": 20000, "train_seed": 42, "train_grade": 2},
         "scoring": None,

@@ -67,6 +67,8 @@ def test_registered_with_the_bertsel_protocol() -> None:
         "folds": 5,
         "negatives_per_positive": "all",
         "relevance_threshold": 1,
+        "positives": "judged",
+        "scored": "test",
         "metrics": ["MAP", "MRR"],
         "options": {"train": "train_all"},
         "scoring": None,

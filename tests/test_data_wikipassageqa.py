@@ -35,6 +35,8 @@ def test_registered_with_mass_et_al_protocol() -> None:
         "folds": 5,
         "negatives_per_positive": 5,
         "relevance_threshold": 1,
+        "positives": "judged",
+        "scored": "test",
         "metrics": ["MAP", "MRR", "P@1"],
         "options": {},
         "scoring": None,

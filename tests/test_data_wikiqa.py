@@ -70,6 +70,8 @@ def test_registered_with_the_papers_protocol() -> None:
         "folds": 5,
         "negatives_per_positive": "all",
         "relevance_threshold": 1,
+        "positives": "judged",
+        "scored": "test",
         "metrics": ["MAP", "MRR"],
         "options": {},
         "scoring": None,

@@ -58,6 +58,8 @@ def test_registered_with_the_bertsel_protocol() -> None:
         "folds": 5,
         "negatives_per_positive": "all",
         "relevance_threshold": 1,
+        "positives": "judged",
+        "scored": "test",
         "metrics": ["MAP", "MRR", "P@1"],
         "options": {},
     }

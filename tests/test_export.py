@@ -19,6 +19,7 @@ import pytest
 import torch
 import yaml
 from torch import nn
+from transformers import AutoTokenizer
 
 import reranklab
 from reranklab.cli import main
@@ -391,7 +392,17 @@ def test_quickstart_cross_encoder_gives_its_run_through_cross_encoder(tmp_path):
     run = read_run(run_file)
     queries = read_queries(results / "data" / "insuranceqa" / "queries.tsv")
     corpus = read_corpus(results / "data" / "insuranceqa" / "corpus.parquet")
-    keys = [(qid, pid) for qid in run for pid in run[qid]]
+    # sentence-transformers cuts the longer of query and passage (longest_first), reranklab only
+    # the passage: the same pairs unless the query takes more than half of the window (the
+    # model card says so). Those few queries (1 of 400 in the quick start) are left out.
+    tokenizer = AutoTokenizer.from_pretrained(out)
+    half = (int(json.loads((model_dir / "reranker.json").read_text())["max_length"]) - 3) // 2
+    short = {
+        q for q in run if len(tokenizer(queries[q], add_special_tokens=False)["input_ids"]) <= half
+    }
+    assert len(short) >= 0.9 * len(run)
+    # 100 of them (2,000 pairs) keep the test's time as it was with the 100-question quick start.
+    keys = [(qid, pid) for qid in sorted(short)[:100] for pid in run[qid]]
     pairs = [(queries[qid], corpus[pid]) for qid, pid in keys]
     expected = np.array([run[qid][pid] for qid, pid in keys])
     np.testing.assert_allclose(cross_encoder_scores(out, pairs), expected, **TOLERANCE)

@@ -548,7 +548,7 @@ def test_mean_pair_pooling_reads_the_mean_of_the_real_tokens_and_survives_a_save
     assert "mean of the pair's token vectors" in model.standard_checkpoint_problem()
     assert not model.supports_packing
     saved = load_reranker(model.save(tmp_path / "m"))
-    assert saved.pooling == "mean"
+    assert saved.pair_pooling == "mean"
     assert torch.allclose(saved.score(features), model.score(features), atol=1e-6)
     with pytest.raises(ValueError, match="unknown pooling"):
         CrossEncoderReranker(*tiny_encoder(["who"]), variant="x", num_outputs=1, score="logit",

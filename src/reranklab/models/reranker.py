@@ -148,7 +148,7 @@ class CrossEncoderReranker(nn.Module):
         self.max_length = int(max_length)
         self.encoder_name = encoder_name
         self.inputs = dict(inputs or {})
-        self.pooling = pooling
+        self.pair_pooling = pooling
         self.dropout = nn.Dropout(float(dropout))
         self.head = nn.Linear(config.hidden_size, self.num_outputs)
         # BERT's own initialisation of classification heads.
@@ -173,7 +173,9 @@ class CrossEncoderReranker(nn.Module):
             "hidden_size": self.head.in_features,
         }
         # Only when not [CLS]: the files of a [CLS] model stay as they were.
-        return config if self.pooling == "cls" else {**config, "pooling": self.pooling}
+        return (
+            config if self.pair_pooling == "cls" else {**config, "pair_pooling": self.pair_pooling}
+        )
 
     def forward(
         self,
@@ -207,7 +209,7 @@ class CrossEncoderReranker(nn.Module):
             outputs = self.encoder(
                 **encoder_inputs(self.encoder, input_ids, attention_mask, token_type_ids)
             )
-            if self.pooling == "mean":
+            if self.pair_pooling == "mean":
                 return pool(outputs.last_hidden_state, attention_mask, "mean")
             pooled = getattr(outputs, "pooler_output", None)
             if pooled is None:
@@ -233,7 +235,7 @@ class CrossEncoderReranker(nn.Module):
         )
         return (
             own
-            and self.pooling == "cls"
+            and self.pair_pooling == "cls"
             and getattr(self.encoder.config, "model_type", None) in PACKABLE_ENCODERS
         )
 
@@ -275,7 +277,7 @@ class CrossEncoderReranker(nn.Module):
             cls.encode is not CrossEncoderReranker.encode
         ):
             return f"{cls.__name__} feeds its head more than the pooled [CLS] of one sequence"
-        if self.pooling != "cls":
+        if self.pair_pooling != "cls":
             return "its head reads the mean of the pair's token vectors, not the pooled [CLS]"
         return checkpoint_problem(self.encoder)
 
@@ -342,7 +344,7 @@ def load_reranker(
             dropout=float(head["dropout"]),
             encoder_name=meta.get("encoder"),
             inputs=meta.get("inputs"),
-            pooling=head.get("pooling", "cls"),
+            pooling=head.get("pair_pooling", "cls"),
         )
 
     return load_encoder_model(directory, build, "re-ranker", device)
