@@ -20,15 +20,17 @@ HERE = ROOT / "studies" / "probes" / "quickstart"
 START, END = "<!-- probes:start -->", "<!-- probes:end -->"
 
 
-def _losses(folder: Path) -> list[float]:
-    losses = []
-    for stats in sorted(folder.glob("results/models/**/train_stats.json")):
-        data = json.loads(stats.read_text())
-        curve = [point[1] for point in data.get("loss_curve") or [] if point[1] is not None]
-        if curve:
-            tenth = max(1, len(curve) // 10)
-            losses += [sum(curve[:tenth]) / tenth, sum(curve[-tenth:]) / tenth]
-    return losses
+def _losses(folder: Path, summary: dict) -> list[float]:
+    # The first trained model's loss near the start and at the end, as the grading reads it
+    # (reranklab.report.evidence: the means of the first and last tenth of its curve).
+    from reranklab.report.evidence import live_training
+
+    for row in summary["rows"]:
+        if not row["first_stage"]:
+            for model in live_training(folder / row["metrics_path"]):
+                if model["loss_start"] is not None:
+                    return [model["loss_start"], model["loss_end"]]
+    return []
 
 
 def keep(here: Path, folder: Path, name: str) -> None:
@@ -37,11 +39,13 @@ def keep(here: Path, folder: Path, name: str) -> None:
     summary["probe"] = {
         "name": name,
         "wall_seconds": int(wall.read_text()) if wall.exists() else None,
-        "loss": _losses(folder),
+        "loss": _losses(folder, summary),
         "settings": yaml.safe_load((here / f"{name}.yaml").read_text()),
     }
     (here / "results").mkdir(parents=True, exist_ok=True)
-    (here / "results" / f"{name}.json").write_text(json.dumps(summary, indent=1, sort_keys=True) + "\n")
+    (here / "results" / f"{name}.json").write_text(
+        json.dumps(summary, indent=1, sort_keys=True) + "\n"
+    )
 
 
 def _row(path: Path) -> str:

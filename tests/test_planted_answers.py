@@ -10,6 +10,7 @@ from scipy import stats
 
 from reranklab.report.summary import summarize
 from reranklab.retrieval import first_stage_record, inject_relevant, recall_at_depth
+from tests.helpers_metrics import metrics_file
 
 QRELS = {"q1": {"a": 1}, "q2": {"b": 1, "x": 1}, "q3": {"c": 1}, "q4": {"d": 1}, "q5": {"e": 1}}
 # BM25's top 2: q1 holds its answer, q2 one of its two, q3, q4 and q5 none.
@@ -43,24 +44,6 @@ def test_the_record_names_exactly_the_questions_inject_relevant_plants_an_answer
     assert set(first_stage_record(BM25, QRELS, ["q1"], PROTOCOL)["recall"]) == {"q1"}
 
 
-def _metrics(path, per_query):
-    values = list(per_query.values())
-    overall = {"MAP": sum(v["MAP"] for v in values) / len(values)}
-    path.write_text(
-        json.dumps(
-            {
-                "measures": ["MAP"],
-                "overall": overall,
-                "per_query": per_query,
-                "n_queries": len(values),
-                "n_excluded": 0,
-                "n_folds": 1,
-            }
-        )
-    )
-    return str(path)
-
-
 # Eight questions: q5..q8 got a planted answer (BM25 ranks it last: 1/20), q1..q4 held one.
 BM25_MAP = {
     "q1": 1.0,
@@ -80,9 +63,9 @@ CE_MAP = {"q1": 0.5, "q2": 0.5, "q3": 0.25, "q4": 0.2, "q5": 1.0, "q6": 1.0, "q7
 def summary(tmp_path):
     cells = [
         {"dataset": "d", "variant": "bm25", "max_length": None,
-         "metrics_path": _metrics(tmp_path / "bm25.json", {q: {"MAP": v} for q, v in BM25_MAP.items()})},
+         "metrics_path": metrics_file(tmp_path / "bm25.json", {q: {"MAP": v} for q, v in BM25_MAP.items()})},
         {"dataset": "d", "variant": "pairwise_ce", "max_length": 64,
-         "metrics_path": _metrics(tmp_path / "ce.json", {q: {"MAP": v} for q, v in CE_MAP.items()})},
+         "metrics_path": metrics_file(tmp_path / "ce.json", {q: {"MAP": v} for q, v in CE_MAP.items()})},
     ]  # fmt: skip
     record = {
         "first_stage": "bm25",
@@ -119,7 +102,7 @@ def test_the_summary_shows_every_cell_without_the_planted_answers(summary):
 
 
 def test_a_summary_without_planted_answers_only_reports_the_recall(tmp_path):
-    path = _metrics(tmp_path / "bm25.json", {"q1": {"MAP": 0.5}, "q2": {"MAP": 0.25}})
+    path = metrics_file(tmp_path / "bm25.json", {"q1": {"MAP": 0.5}, "q2": {"MAP": 0.25}})
     record = tmp_path / "first_stage.json"
     record.write_text(
         json.dumps({"first_stage": "bm25", "depth": 10, "planted_answers": False,
@@ -137,7 +120,7 @@ def test_a_summary_without_planted_answers_only_reports_the_recall(tmp_path):
 def test_a_record_that_is_not_one_names_its_file(tmp_path):
     from reranklab.errors import FormatError
 
-    path = _metrics(tmp_path / "bm25.json", {"q1": {"MAP": 0.5}})
+    path = metrics_file(tmp_path / "bm25.json", {"q1": {"MAP": 0.5}})
     bad = tmp_path / "first_stage.json"
     bad.write_text("{}")
     cells = [{"dataset": "d", "variant": "bm25", "max_length": None, "metrics_path": path}]

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import csv
 import itertools
-import json
 import math
 
 import numpy as np
@@ -23,6 +22,7 @@ from reranklab.report.significance import (
     t_test,
 )
 from reranklab.report.summary import summarize
+from tests.helpers_metrics import metrics_file
 
 DIFFS = np.array([0.5, -0.1, 0.3, 0.25, 0.0, 0.4, -0.2, 0.6])
 
@@ -142,34 +142,14 @@ def test_every_pair_of_a_dataset_is_compared_and_corrected_per_family():
     assert [c.p for c in by_perm] == [c.perm_p for c in by_perm]
 
 
-def _metrics_file(path, per_query):
-    values = list(per_query.values())
-    overall = {"MAP": sum(v["MAP"] for v in values) / len(values)}
-    path.write_text(
-        json.dumps(
-            {
-                "measures": ["MAP"],
-                "overall": overall,
-                "fold_mean": overall,
-                "fold_std": {"MAP": 0.0},
-                "per_query": per_query,
-                "n_queries": len(values),
-                "n_excluded": 0,
-                "n_folds": 1,
-            }
-        )
-    )
-    return str(path)
-
-
 def test_summary_marks_the_rows_beaten_and_writes_every_comparison(tmp_path):
     rows, per_query = _rows()
     cells = [
         {"dataset": "d", "variant": variant, "max_length": length, "metrics_path": metrics}
         for variant, length, metrics in (
-            ("bm25", None, _metrics_file(tmp_path / "bm25.json", per_query[0])),
-            ("a", 128, _metrics_file(tmp_path / "a.json", per_query[1])),
-            ("b", 128, _metrics_file(tmp_path / "b.json", per_query[2])),
+            ("bm25", None, metrics_file(tmp_path / "bm25.json", per_query[0])),
+            ("a", 128, metrics_file(tmp_path / "a.json", per_query[1])),
+            ("b", 128, metrics_file(tmp_path / "b.json", per_query[2])),
         )
     ]
     summarize(

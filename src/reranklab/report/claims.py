@@ -479,14 +479,13 @@ def _decide(
 ) -> list[ClaimGrade]:
     """Correct the paired claims' p-values within each study and set their status."""
     out = list(grades)
-    default = alpha
     for study in dict.fromkeys(g.study for g in grades):
-        alpha = (alphas or {}).get(study, default)
+        level = (alphas or {}).get(study, alpha)
         tested = [i for i, g in enumerate(out) if g.study == study and g.p is not None]
-        p_claim = correct([out[i].p for i in tested], correction, alpha)
-        p_against = correct([out[i].p_against for i in tested], correction, alpha)
-        statuses = [_verdict(pc, pa, alpha) for pc, pa in zip(p_claim, p_against, strict=True)]
-        robust = _robustness([out[i] for i in tested], statuses, alpha, correction)
+        p_claim = correct([out[i].p for i in tested], correction, level)
+        p_against = correct([out[i].p_against for i in tested], correction, level)
+        statuses = [_verdict(pc, pa, level) for pc, pa in zip(p_claim, p_against, strict=True)]
+        robust = _robustness([out[i] for i in tested], statuses, level, correction)
         for k, i in enumerate(tested):
             g, test_status = out[i], statuses[k]
             reasons = _inconclusive(g, test_status)

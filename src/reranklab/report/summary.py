@@ -170,9 +170,20 @@ def _add_significance(
             continue
         common = sorted(set(per_query[i]) & set(per_query[base]))
         for name in measures:
-            pairs = [(per_query[i][q].get(name), per_query[base][q].get(name)) for q in common]
-            pairs = [(a, b) for a, b in pairs if a is not None and b is not None]
-            row[f"{name}_p"] = paired_p_value([a for a, _ in pairs], [b for _, b in pairs])
+            values, first = _paired(per_query[i], per_query[base], common, name)
+            row[f"{name}_p"] = paired_p_value(values, first)
+
+
+def _paired(
+    values: Mapping[str, Mapping[str, float]],
+    first: Mapping[str, Mapping[str, float]],
+    queries: Sequence[str],
+    name: str,
+) -> tuple[list[float], list[float]]:
+    """The two rows' values of ``name`` on ``queries``, where both have one (same order)."""
+    pairs = [(values[q].get(name), first[q].get(name)) for q in queries]
+    pairs = [(a, b) for a, b in pairs if a is not None and b is not None]
+    return [a for a, _ in pairs], [b for _, b in pairs]
 
 
 def _read_first_stage(dataset: str, path: str | os.PathLike[str]) -> dict[str, Any]:
@@ -234,14 +245,10 @@ def _add_first_stage(
             kept = sorted((set(per_query[i]) & set(per_query[base])) - set(planted))
             row["n_without_planted"] = len(kept)
             for name in measures:
-                pairs = [(per_query[i][q].get(name), per_query[base][q].get(name)) for q in kept]
-                pairs = [(a, b) for a, b in pairs if a is not None and b is not None]
-                row[f"{name}_without_planted"] = _mean([a for a, _ in pairs])
-                compared = i != base and len(pairs) >= 2
+                values, first = _paired(per_query[i], per_query[base], kept, name)
+                row[f"{name}_without_planted"] = _mean(values)
                 row[f"{name}_without_planted_p"] = (
-                    paired_p_value([a for a, _ in pairs], [b for _, b in pairs])
-                    if compared
-                    else None
+                    paired_p_value(values, first) if i != base else None
                 )
     return found
 

@@ -66,13 +66,14 @@ def run(args: argparse.Namespace) -> None:
         )
     else:
         run = pool_candidates(read_run(args.pool), list(queries), depth)
-    record = first_stage_record(run, read_qrels(args.qrels), list(queries), protocol)
+    qrels = read_qrels(args.qrels)
+    record = first_stage_record(run, qrels, list(queries), protocol)
     if protocol.get("inject_relevant"):
         if not depth:
             raise ReranklabError("inject_relevant needs a depth")
         run, injected = inject_relevant(
             run,
-            read_qrels(args.qrels),
+            qrels,
             int(depth),
             int(protocol["relevance_threshold"]),
             list(queries),
