@@ -20,17 +20,22 @@ HERE = ROOT / "studies" / "probes" / "quickstart"
 START, END = "<!-- probes:start -->", "<!-- probes:end -->"
 
 
-def _losses(folder: Path, summary: dict) -> list[float]:
-    # The first trained model's loss near the start and at the end, as the grading reads it
-    # (reranklab.report.evidence: the means of the first and last tenth of its curve).
-    from reranklab.report.evidence import live_training
+def _losses(folder: Path, summary: dict) -> dict[str, list[float]]:
+    # Each trained cell's loss near the start and at the end, as the grading reads it
+    # (reranklab.grading.evidence: the means of the first and last tenth of its curve).
+    try:
+        from reranklab.grading.evidence import live_training
+    except ImportError:  # before the grading package
+        from reranklab.report.evidence import live_training
 
+    losses = {}
     for row in summary["rows"]:
         if not row["first_stage"]:
             for model in live_training(folder / row["metrics_path"]):
                 if model["loss_start"] is not None:
-                    return [model["loss_start"], model["loss_end"]]
-    return []
+                    losses[row["key"]] = [model["loss_start"], model["loss_end"]]
+                    break
+    return losses
 
 
 def keep(here: Path, folder: Path, name: str) -> None:
@@ -48,23 +53,33 @@ def keep(here: Path, folder: Path, name: str) -> None:
     )
 
 
+def _loss(probe: dict, row: dict, first_cell: bool) -> list[float]:
+    loss = probe.get("loss") or []
+    if isinstance(loss, dict):
+        return loss.get(row["key"]) or []
+    return loss if first_cell else []  # kept before losses were kept per cell: the first one's
+
+
 def _row(path: Path) -> str:
     summary = json.loads(path.read_text())
     rows = summary["rows"]
-    first = next(r for r in rows if r["first_stage"])
+    # Each cell against the first stage of its own dataset (a probe may run several datasets).
+    firsts = {r["dataset"]: r for r in rows if r["first_stage"]}
     probe = summary.get("probe", {})
-    loss = probe.get("loss") or []
     out = []
-    for row in rows:
-        if row["first_stage"]:
-            continue
+    trained = [row for row in rows if not row["first_stage"]]
+    for index, row in enumerate(trained):
+        first = firsts[row["dataset"]]
+        loss = _loss(probe, row, index == 0)
         delta = row["MAP"] - first["MAP"]
         p = row.get("MAP_p")
+        recall = first.get("recall_at_depth")
         out.append(
-            f"| {probe.get('name', path.stem)} | {row['variant']}-L{row['max_length']} | "
+            f"| {probe.get('name', path.stem)} | {row['dataset']} {first['variant']} | "
+            f"{row['variant']}-L{row['max_length']} | "
             f"{row['n_queries']} | {first['MAP']:.3f} | {row['MAP']:.3f} | {delta:+.3f} | "
             f"{'–' if p is None else f'{p:.3g}'} | {row['MRR']:.3f} | "
-            f"{first.get('recall_at_depth') or float('nan'):.3f} | "
+            f"{'–' if recall is None else f'{recall:.3f}'} | "
             f"{f'{loss[0]:.3f} → {loss[1]:.3f}' if len(loss) >= 2 else '–'} | "
             f"{probe.get('wall_seconds') or '–'} |"
         )
@@ -73,8 +88,8 @@ def _row(path: Path) -> str:
 
 def table(here: Path) -> str:
     lines = [
-        "| probe | cell | dev queries | first stage MAP | MAP | Δ MAP | p (t-test) | MRR | first-stage recall | loss | wall s |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|",
+        "| probe | dev set, first stage | cell | dev queries | first stage MAP | MAP | Δ MAP | p (t-test) | MRR | first-stage recall | loss | wall s |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|",
     ]
     lines += [_row(path) for path in sorted((here / "results").glob("*.json"))]
     return "\n".join(lines)
