@@ -4,7 +4,7 @@ For each BM25 dataset of the study it re-runs the workflow up to the first-stage
 (download, prepare, index, retrieve: deterministic, no model) in a fresh ``reranklab init``
 folder with the study's own configuration file, then keeps, for the record's test queries, the
 first stage's recall at its depth and which queries were given a planted answer. The grading
-(:mod:`reranklab.report.evidence`) reads it when the recorded summary has no ``first_stages``.
+(:mod:`reranklab.grading.evidence`) reads it when the recorded summary has no ``first_stages``.
 
     python scripts/backfill_first_stages.py --study-file studies/minilm/monobert2019.yaml \\
         --record studies/results/minilm-cpu/monobert2019

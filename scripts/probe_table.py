@@ -23,10 +23,7 @@ START, END = "<!-- probes:start -->", "<!-- probes:end -->"
 def _losses(folder: Path, summary: dict) -> dict[str, list[float]]:
     # Each trained cell's loss near the start and at the end, as the grading reads it
     # (reranklab.grading.evidence: the means of the first and last tenth of its curve).
-    try:
-        from reranklab.grading.evidence import live_training
-    except ImportError:  # before the grading package
-        from reranklab.report.evidence import live_training
+    from reranklab.grading.evidence import live_training
 
     losses = {}
     for row in summary["rows"]:

@@ -14,19 +14,14 @@ from statsmodels.stats.multitest import multipletests
 
 from reranklab.cli import main
 from reranklab.errors import FormatError
+from reranklab.grading.claim_file import Claim, load_claims
+from reranklab.grading.claim_grade import CONFIRMED, CONTRADICTED, NOT_CONFIRMED, NOT_RUN
+from reranklab.grading.claims import grade_claims
+from reranklab.grading.evidence import load_evidence, record
+from reranklab.grading.matrix_file import NOT_COMPARABLE, Entry
+from reranklab.grading.regress import grade_entry
 from reranklab.io import write_json
-from reranklab.report import claims as claims_module
-from reranklab.report.claims import (
-    CONFIRMED,
-    CONTRADICTED,
-    NOT_CONFIRMED,
-    NOT_RUN,
-    Claim,
-    grade_claims,
-    load_claims,
-)
-from reranklab.report.evidence import load_evidence, record
-from reranklab.report.regress import NOT_COMPARABLE, Entry, grade_entry
+from reranklab.report import claims_table
 
 REPO = Path(__file__).resolve().parents[1]
 PAPERS_DIR = REPO.parent / "shared" / "papers"
@@ -164,7 +159,7 @@ def test_a_stand_in_dataset_is_graded_and_named(tmp_path, rng):
     claim = _claim(dataset="paper-data", also_on=["d"])
     (grade,) = grade_claims([claim], load_evidence([folder]))
     assert grade.status == CONFIRMED and grade.dataset == "d"
-    assert claims_module.dataset_text(grade) == "d (for paper-data)"
+    assert claims_table.dataset_text(grade) == "d (for paper-data)"
 
 
 def test_a_claim_no_study_runs_is_one_not_run_line(tmp_path):

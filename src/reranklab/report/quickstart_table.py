@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from reranklab.report.evidence import Evidence
+from reranklab.grading.evidence import Evidence
 from reranklab.report.summary import _superscript
 
 STUDY = "quickstart"

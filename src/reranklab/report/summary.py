@@ -19,7 +19,7 @@ Significance, two marks:
   (``scipy.stats.ttest_rel``) of its per-query values against those of the same dataset's
   first-stage row (``bm25`` or ``pool``), paired by query, uncorrected (``<measure>_p``);
 - superscript letters, the way the papers mark them: every pair of rows of a dataset compared
-  by :mod:`reranklab.report.significance` (the study's test and correction,
+  by :mod:`reranklab.grading.significance` (the study's test and correction,
   ``report.significance``); a value carries the letters of the rows (the ``row`` column) it is
   significantly *higher* than. Every comparison, with both tests, the effect size and a
   bootstrap confidence interval, is in ``significance.csv`` / ``significance.md``.
@@ -39,19 +39,19 @@ import numpy as np
 from reranklab.errors import FormatError
 from reranklab.evaluation.measures import NAMES
 from reranklab.evaluation.protocol import DROP_REASONS
-from reranklab.io import atomic_write_text, read_json, write_json
-from reranklab.report.significance import (
+from reranklab.grading.significance import (
     Comparison,
     Significance,
     beaten,
     compare_rows,
     t_test,
 )
+from reranklab.io import atomic_write_text, read_json, write_json
 
 FIRST_STAGE_VARIANTS = ("bm25", "pool")
 SIGNIFICANCE_LEVEL = 0.05
 DAGGER = "†"
-# Settings of a cell copied into its summary.json row (reranklab.report.regress grades by them).
+# Settings of a cell copied into its summary.json row (reranklab.grading.regress grades by them).
 CELL_SETTINGS = ("study", "paper", "encoder", "epochs")
 
 
@@ -69,7 +69,7 @@ def row_key(dataset: str, variant: str, max_length: int | None) -> str:
 
 def paired_p_value(values: Sequence[float], baseline: Sequence[float]) -> float | None:
     """Two-sided paired t-test p-value of ``values`` against ``baseline`` (same query order):
-    :func:`reranklab.report.significance.t_test` of the differences.
+    :func:`reranklab.grading.significance.t_test` of the differences.
 
     Identical samples give 1.0 (no difference at all); fewer than two pairs, or a t statistic
     scipy cannot compute, give ``None``.
@@ -566,7 +566,7 @@ def summarize(
         significance: the ``report.significance`` settings (test, correction, alpha,
             resamples, seed, reference); ``None`` = their defaults.
         out_significance_csv, out_significance_md: where every pairwise comparison goes
-            (:mod:`reranklab.report.significance`); ``None`` = not written.
+            (:mod:`reranklab.grading.significance`); ``None`` = not written.
         first_stages: ``{dataset: first_stage.json}`` of the retrieve step: the first-stage
             row gets its recall at the depth and how many answers were planted, and where any
             were, every row its measures without them (``<measure>_without_planted``).

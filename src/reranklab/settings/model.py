@@ -122,7 +122,7 @@ class Mlflow(Section):
 
 
 class SignificanceSettings(Section):
-    """How the summary compares the rows of a dataset (reranklab.report.significance)."""
+    """How the summary compares the rows of a dataset (reranklab.grading.significance)."""
 
     test: Literal["t", "permutation"] = Field(
         "t",

@@ -437,7 +437,7 @@ class StudyPlan:
         resolved = self._resolve(dataset, variant, max_length)
         training = resolved["training"]
         # An alias's row names its registered variant, which says what kind of model it is
-        # (reranklab.report.learned holds a cross-encoder to its first stage).
+        # (reranklab.grading.learned holds a cross-encoder to its first stage).
         base = {"base": resolved["base"]} if resolved.get("base") else {}
         # QA-LSTM on GloVe and QA-LSTM on the encoder's word pieces are different conditions.
         encoder = cell_spec(resolved).representations(training)

@@ -40,7 +40,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> None:
-    from reranklab.report.evidence import record
+    from reranklab.grading.evidence import record
 
     written = record(
         args.summary,

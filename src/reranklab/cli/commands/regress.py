@@ -86,17 +86,18 @@ def _add_outputs(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> None:
-    from reranklab.report import regress
-    from reranklab.report.evidence import load_evidence
+    from reranklab.grading import matrix_file, regress
+    from reranklab.grading.evidence import load_evidence
 
-    matrix = args.matrix if args.matrix is not None else regress.default_matrix()
+    matrix = args.matrix if args.matrix is not None else matrix_file.default_matrix()
     summaries = args.summary
     if summaries is None:
         # No summary given: grade the default one if the study ran, else print the matrix as NOT RUN.
-        summaries = [regress.DEFAULT_SUMMARY] if Path(regress.DEFAULT_SUMMARY).is_file() else []
+        default = matrix_file.DEFAULT_SUMMARY
+        summaries = [default] if Path(default).is_file() else []
     evidence = load_evidence(summaries)
     pages = _pages(args)
-    entries = [entry for path in matrix for entry in regress.load_matrix(path)]
+    entries = [entry for path in matrix for entry in matrix_file.load_matrix(path)]
     # The run's own studies, unless asked for others (or nothing ran: then the matrix is listed).
     own = (
         regress.studies_run(evidence.rows)
@@ -118,7 +119,7 @@ def run(args: argparse.Namespace) -> None:
         _write_markdown(args.out, grades, graded_claims)
     for page in pages:
         _rewrite_page(page, grades, graded_claims, evidence)
-    if regress.counts(grades)[regress.FAIL] and not args.exit_zero:
+    if regress.counts(grades)[matrix_file.FAIL] and not args.exit_zero:
         raise SystemExit(1)
 
 
@@ -145,14 +146,16 @@ def _pages(args: argparse.Namespace) -> list[Path]:
 
 def _grade_claims(args: argparse.Namespace, evidence: Any) -> list:
     """The papers' claims graded on the evidence (none with --no-claims or no claims file)."""
+    from reranklab.grading.claim_file import load_claims
+    from reranklab.grading.claims import grade_claims
+    from reranklab.grading.matrix_file import default_path
     from reranklab.models.registry import cross_encoders
-    from reranklab.report import claims, regress
 
-    claims_path = args.claims if args.claims is not None else regress.default_path("claims.yaml")
+    claims_path = args.claims if args.claims is not None else default_path("claims.yaml")
     if not claims_path or args.no_claims:
         return []
-    found = claims.load_claims(claims_path)
-    return claims.grade_claims(
+    found = load_claims(claims_path)
+    return grade_claims(
         found.claims,
         evidence,
         found.alpha,
@@ -163,27 +166,25 @@ def _grade_claims(args: argparse.Namespace, evidence: Any) -> list:
 
 
 def _print(args: argparse.Namespace, grades: list, graded_claims: list) -> None:
-    from reranklab.report import claims, regress
+    from reranklab.grading import claim_grade, regress
+    from reranklab.report import claims_table, regress_table
 
     if args.json:
-        print(
-            json.dumps(
-                {**regress.to_json(grades), "claims": claims.to_json(graded_claims)}, indent=2
-            )
-        )
+        matrix = regress.to_json(grades)
+        print(json.dumps({**matrix, "claims": claim_grade.to_json(graded_claims)}, indent=2))
     else:
-        print(regress.format_text(grades), end="")
+        print(regress_table.format_text(grades), end="")
         if graded_claims:
-            print(claims.format_text(graded_claims), end="")
+            print(claims_table.format_text(graded_claims), end="")
 
 
 def _write_markdown(out: str, grades: list, graded_claims: list) -> None:
     from reranklab.io import atomic_write_text
-    from reranklab.report import claims, regress
+    from reranklab.report import claims_table, regress_table
 
-    text = regress.format_markdown(grades)
+    text = regress_table.format_markdown(grades)
     if graded_claims:
-        text += "\n" + claims.format_markdown(graded_claims)
+        text += "\n" + claims_table.format_markdown(graded_claims)
     atomic_write_text(out, text)
     log.info("regression report written to %s", out)
 
@@ -202,9 +203,10 @@ def _sections(text: str) -> list[str]:
 def _rewrite_page(page: Path, grades: list, graded_claims: list, evidence: Any) -> None:
     """Replace the generated tables of ``page`` that it has markers for (at least one)."""
     from reranklab.errors import ConfigError
+    from reranklab.grading.learned import learned_rows
     from reranklab.io import atomic_write_text, markers
     from reranklab.models.registry import cross_encoders
-    from reranklab.report import learned, regress
+    from reranklab.report import learned_table, regress_table
     from reranklab.report.quickstart_table import format_quickstart
 
     text = page.read_text(encoding="utf-8")
@@ -217,12 +219,12 @@ def _rewrite_page(page: Path, grades: list, graded_claims: list, evidence: Any) 
     # Each table is built only for a page that holds its section (the learned table regrades
     # every trained cell; the matrix page needs none of it).
     builders = {
-        "regress:matrix": lambda: regress.format_readme(grades),
+        "regress:matrix": lambda: regress_table.format_readme(grades),
         "regress:claims": lambda: graded_claims and _claims_section(graded_claims, evidence),
         "regress:learned": lambda: (
             evidence.rows
-            and learned.format_markdown(
-                learned.learned_rows(evidence, cross_encoders=cross_encoders())
+            and learned_table.format_markdown(
+                learned_rows(evidence, cross_encoders=cross_encoders())
             )
         ),
         "regress:quickstart": lambda: format_quickstart(evidence),
@@ -237,10 +239,8 @@ def _rewrite_page(page: Path, grades: list, graded_claims: list, evidence: Any) 
 
 def _claims_section(graded_claims: list, evidence: Any) -> str:
     """The claims table, after the sentence that says what they were graded on (the studies'
-    encoder, data, training and seeds, read from the rows: claims.describe_evidence, where the
-    claims module has it)."""
-    from reranklab.report import claims
+    encoder, data, training and seeds, read from the rows: claims_table.describe_evidence)."""
+    from reranklab.report import claims_table
 
-    table = claims.format_markdown(graded_claims, title=None)
-    describe = getattr(claims, "describe_evidence", None)
-    return table if describe is None else f"{describe(graded_claims, evidence)}\n\n{table}"
+    table = claims_table.format_markdown(graded_claims, title=None)
+    return f"{claims_table.describe_evidence(graded_claims, evidence)}\n\n{table}"

@@ -6,7 +6,7 @@ of the per-query differences is close to normal: with a few dozen bounded, often
 the same margin, are tested by
 
 - the Wilcoxon signed-rank test (``scipy.stats.wilcoxon``): the median, not the mean;
-- the paired randomisation test (:func:`~reranklab.report.significance.randomisation_test`,
+- the paired randomisation test (:func:`~reranklab.grading.significance.randomisation_test`,
   signs flipped per query, seeded by the claim so every run gives the same p).
 
 :func:`claim_and_against` gives each test's (p of the claim, p of its opposite) exactly as the
@@ -29,7 +29,7 @@ from collections.abc import Callable
 import numpy as np
 from scipy import stats
 
-from reranklab.report.significance import randomisation_test, seeded_generator
+from reranklab.grading.significance import randomisation_test, seeded_generator
 
 RESAMPLES = 10_000
 SEED = 0
@@ -49,7 +49,7 @@ def _wilcoxon(values: np.ndarray, alternative: str) -> float:
 
 
 def _pair(kind: str, diffs: np.ndarray, delta: float, test: OneSided) -> tuple[float, float]:
-    """(p of the claim, p of its opposite), built as the t-test's are (see claims._p_values)."""
+    """(p of the claim, p of its opposite), built as the t-test's are (see claim_tests._p_values)."""
     if kind == "better":
         return test(diffs, "greater"), test(diffs, "less")
     if kind == "no_worse":

@@ -227,7 +227,7 @@ def _load_live(row: dict[str, Any], path: Path, evidence: Evidence) -> None:
 
 
 def _load_one(path: Path, evidence: Evidence) -> None:
-    from reranklab.report.regress import load_summaries
+    from reranklab.grading.regress import load_summaries
 
     rows = load_summaries([path])
     folder = path.parent

@@ -10,7 +10,7 @@ any difference it shows is noise about the papers. :func:`check_cell` says so, f
   it on the claim's measure (one-sided paired t-test at the claims' alpha, uncorrected: a
   sanity gate on the cell, not one of the study's findings);
 - each fold (and seed) model's training loss near the start and at the end (the means of the
-  first and the last tenth of its loss curve, :func:`reranklab.report.evidence.live_training`):
+  first and the last tenth of its loss curve, :func:`reranklab.grading.evidence.live_training`):
   it must have fallen.
 
 A first-stage row (BM25, the candidate pool) trains nothing and is never checked; nor is a
@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from reranklab.report.significance import one_sided_t
+from reranklab.grading.significance import one_sided_t
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """``studies/claims.yaml`` read and checked: the claims, their cells and the paper's own effect.
 
 The schema (``kind: claims``, ``alpha``, ``correction``, ``claims: [...]``) is described in
-:mod:`reranklab.report.claims`; this module only loads it. ``paper_effect: {a, b}`` names two
+:mod:`reranklab.grading.claims`; this module only loads it. ``paper_effect: {a, b}`` names two
 entries of ``published.yaml`` (the file beside the claims file, else the packaged one): the
 paper's A − B is looked up from their values, so it is never typed twice.
 
@@ -25,7 +25,7 @@ from typing import Any, Literal
 import yaml
 
 from reranklab.errors import FormatError
-from reranklab.report.regress import MEASURES, Entry, load_matrix
+from reranklab.grading.matrix_file import MEASURES, Entry, load_matrix
 
 KINDS = ("better", "no_worse", "equal", "ratio")
 SOURCES = ("stated", "table")
@@ -89,7 +89,7 @@ class PaperEffect:
 
 @dataclass(frozen=True)
 class Claim:
-    """One finding of a paper, as a comparison of two cells (see reranklab.report.claims)."""
+    """One finding of a paper, as a comparison of two cells (see reranklab.grading.claims)."""
 
     id: str
     paper: str
@@ -242,7 +242,7 @@ def _published_path(claims_path: Path) -> Path | None:
     beside = claims_path.parent / "published.yaml"
     if beside.is_file():
         return beside
-    from reranklab.report.regress import default_path
+    from reranklab.grading.matrix_file import default_path
 
     return default_path("published.yaml")
 

@@ -1,6 +1,6 @@
 """Did each trained model learn? Every trained cell against its first stage and a random order.
 
-The claims (:mod:`reranklab.report.claims`) compare two cells; this table checks each trained
+The claims (:mod:`reranklab.grading.claims`) compare two cells; this table checks each trained
 cell of a study on its own, the floor every comparison stands on. A fine-tuned cross-encoder
 that does not beat the candidates' own order (BM25's, or the dataset's pool) has not learned
 what the papers' models learned; a frozen-encoder head or a word-vector model must at least beat
@@ -33,7 +33,7 @@ scratch, a bi-encoder) a random ordering, since no paper compares those with a f
 base) gets the stricter bar.
 
 Example:
-    >>> from reranklab.report.evidence import Evidence
+    >>> from reranklab.grading.evidence import Evidence
     >>> learned_rows(Evidence(rows=[]))
     []
 """
@@ -46,9 +46,9 @@ from typing import Any
 
 import numpy as np
 
-from reranklab.report.evidence import Evidence
-from reranklab.report.learning import fine_tuned, loss_means
-from reranklab.report.significance import correct, one_sided_t
+from reranklab.grading.evidence import Evidence
+from reranklab.grading.learning import fine_tuned, loss_means
+from reranklab.grading.significance import correct, one_sided_t
 
 MEASURE = "MAP"
 ALPHA = 0.05
@@ -278,67 +278,7 @@ def learned_rows(
     return [replace(c, clears_bar=_clears(c, alpha)) for c in checked]
 
 
-def _f(value: float | None) -> str:
-    return "–" if value is None else f"{value:.3f}"
-
-
-def _p(value: float | None) -> str:
-    if value is None:
-        return "–"
-    return "<0.001" if value < 0.001 else f"{value:.3f}"
-
-
-def _seeds_text(learned: Learned) -> str:
-    if not learned.seeds:
-        return "not recorded without planted answers" if learned.planted else "1 seed"
-    above = len(learned.seeds) - len(learned.seeds_below)
-    each = ", ".join(f"{seed}: {value:.3f}" for seed, value in sorted(learned.seeds.items()))
-    return f"{above}/{len(learned.seeds)} ({each})"
-
-
-def _loss_text(learned: Learned) -> str:
-    if learned.loss is None:
-        return "not recorded"
-    start, end = learned.loss
-    return f"{start:.3f} → {end:.3f}" + ("" if learned.loss_fell else " (a model's did not fall)")
-
-
 def counts(checked: Sequence[Learned]) -> dict[str, int]:
     """How many rows got each verdict (every verdict listed, in order)."""
     verdicts = (ABOVE_FIRST_STAGE, SEED_BELOW, ABOVE_RANDOM, DID_NOT_LEARN, NOT_RECORDED)
     return {v: sum(c.verdict == v for c in checked) for v in verdicts}
-
-
-def format_markdown(checked: Sequence[Learned], measure: str = MEASURE) -> str:
-    """The table of the checks, after a line counting the verdicts.
-
-    Example:
-        >>> format_markdown([])
-        'No trained cell was recorded.'
-    """
-    if not checked:
-        return "No trained cell was recorded."
-    tally = ", ".join(f"{n} {verdict}" for verdict, n in counts(checked).items() if n)
-    cleared = sum(c.clears_bar for c in checked)
-    lines = [
-        f"{len(checked)} trained cells: {tally} ({measure}; p one-sided, Holm-corrected over each "
-        "study's trained cells; seeds: how many are above the first stage, and each one's value).",
-        "Every comparison with the first stage leaves out the questions given a planted answer "
-        "(column planted: how many; – where the study did not record which): the first stage "
-        "ranks a planted answer last, so a win on them is no win over its candidates.",
-        f"{cleared} of {len(checked)} clear their bar: a fine-tuned cross-encoder its first stage, "
-        "any other trained model a random ordering (a verdict in bold does not).",
-        "",
-        f"| verdict | bar | study | cell | {measure} | first stage | {measure} (first stage) | p | "
-        f"random order | p | seeds above first stage | training loss | n | planted |",
-        "|---|---|---|---|---:|---|---:|---:|---:|---:|---|---|---:|---:|",
-    ]
-    for c in checked:
-        verdict = c.verdict if c.clears_bar else f"**{c.verdict}**"
-        lines.append(
-            f"| {verdict} | {c.bar} | {c.study} | {c.key} | {_f(c.value)} | {c.first_stage or '–'} | "
-            f"{_f(c.first_value)} | {_p(c.p_first)} | {_f(c.random_value)} | {_p(c.p_random)} | "
-            f"{_seeds_text(c)} | {_loss_text(c)} | {c.n or '–'} | "
-            f"{'–' if c.planted is None else c.planted} |"
-        )
-    return "\n".join(lines)

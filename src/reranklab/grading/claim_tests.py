@@ -1,0 +1,231 @@
+"""The tests behind one claim on one study: the paired test of two cells' per-query values
+(:func:`paired`) and the training-speed ratio (:func:`ratio`).
+
+A paired test reads both cells' per-query values from the evidence, refuses two cells scored on
+different queries (NOT RUN), and gives the claim's one-sided p (TOST for ``equal``), the
+opposite finding's p, the effect's 95 % interval, the power at the paper's effect, each seed's
+effect, the did-not-learn checks and the alternative tests' raw p-values. The study's
+correction and the status come after, in :mod:`reranklab.grading.claims`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from statistics import fmean
+from typing import Any
+
+import numpy as np
+from scipy import stats
+
+from reranklab.grading.claim_file import CellRef, Claim
+from reranklab.grading.claim_grade import (
+    CONFIRMED,
+    CONTRADICTED,
+    NOT_CONFIRMED,
+    NOT_RUN,
+    ClaimGrade,
+)
+from reranklab.grading.evidence import Evidence
+from reranklab.grading.learned import FIRST_STAGE_BAR, MEASURE, Learned
+from reranklab.grading.learning import check_cell
+from reranklab.grading.power import paired_power
+from reranklab.grading.robustness import claim_and_against
+from reranklab.grading.significance import one_sided_t
+
+
+def _interval(diffs: np.ndarray) -> tuple[float, float]:
+    mean = float(diffs.mean())
+    if len(diffs) < 2 or np.all(diffs == diffs[0]):
+        return mean, mean
+    half = float(stats.t.ppf(0.975, len(diffs) - 1) * stats.sem(diffs))
+    return mean - half, mean + half
+
+
+def _p_values(kind: str, diffs: np.ndarray, delta: float) -> tuple[float, float]:
+    """(p of the claim, p of its opposite) for a paired claim."""
+    if kind == "better":
+        return one_sided_t(diffs, 0.0, "greater"), one_sided_t(diffs, 0.0, "less")
+    if kind == "no_worse":
+        return one_sided_t(diffs, delta, "greater"), one_sided_t(diffs, delta, "less")
+    # equal: TOST for |A − B| < δ; against: A − B beyond δ on either side (Bonferroni x2).
+    p_claim = max(one_sided_t(diffs, delta, "greater"), one_sided_t(diffs, -delta, "less"))
+    p_against = min(
+        1.0, 2 * min(one_sided_t(diffs, delta, "less"), one_sided_t(diffs, -delta, "greater"))
+    )
+    return p_claim, p_against
+
+
+def find(dataset: str, cell: CellRef, rows: Sequence[Mapping[str, Any]]) -> list[Mapping]:
+    return [row for row in rows if row.get("dataset") == dataset and cell.matches(row)]
+
+
+def missing(
+    claim: Claim, study: str, dataset: str, side: str, cell: CellRef, found: list
+) -> ClaimGrade:
+    what = "no row" if not found else f"{len(found)} rows (pin max_length or model)"
+    return ClaimGrade(
+        claim, study, NOT_RUN, dataset, reason=f"{what} of {dataset}/{cell} ({side}) in {study}"
+    )
+
+
+def _scored(values: Mapping[str, Mapping[str, float]], measure: str) -> set[str]:
+    return {q for q, v in values.items() if v.get(measure) is not None}
+
+
+def _query_sets(a: Mapping, b: Mapping, qa: set[str], qb: set[str]) -> str | None:
+    """The reason two cells cannot be paired: they were scored on different queries."""
+    if qa == qb:
+        return None
+    only_a, only_b = sorted(qa - qb), sorted(qb - qa)
+    shown = ", ".join(
+        f"{len(only)} only in {row.get('key')} (e.g. {only[0]})"
+        for only, row in ((only_a, a), (only_b, b))
+        if only
+    )
+    return (
+        f"different query sets: {a.get('key')} has {len(qa)} queries, {b.get('key')} "
+        f"{len(qb)}; {shown} (never graded on the intersection)"
+    )
+
+
+def _seeds(claim: Claim, a: Mapping, b: Mapping, evidence: Evidence) -> tuple[int | None, dict]:
+    """The fewest seeds of the claim's trained cells (``None``: no trained cell), and each
+    seed's effect (that seed's overall A − B; a first stage's single value on the other side)."""
+    trained = [row for row in (a, b) if not row.get("first_stage")]
+    if not trained:
+        return None, {}
+    seeds = min(int(row.get("n_seeds") or 1) for row in trained)
+    per_a, per_b = evidence.seed_values(a), evidence.seed_values(b)
+    if not (per_a or per_b) or claim.measure is None:
+        return seeds, {}
+    names = sorted(set(per_a) & set(per_b)) if per_a and per_b else sorted(per_a or per_b)
+    effects = {}
+    for seed in names:
+        value_a = (per_a.get(seed) or {}).get(claim.measure, a.get(claim.measure))
+        value_b = (per_b.get(seed) or {}).get(claim.measure, b.get(claim.measure))
+        if value_a is not None and value_b is not None:
+            effects[str(seed)] = float(value_a) - float(value_b)
+    return seeds, effects
+
+
+def _gate_problems(rows: Sequence[Mapping], gate: Mapping[tuple[str, str], Learned]) -> list[str]:
+    """A fine-tuned cross-encoder of the comparison that did not beat its first stage on the
+    questions without planted answers (:mod:`reranklab.grading.learned`): it did not learn."""
+    problems = []
+    for row in rows:
+        check = gate.get((str(row.get("study")), str(row.get("key"))))
+        if check is None or check.bar != FIRST_STAGE_BAR or check.clears_bar:
+            continue
+        problems.append(
+            f"{check.key} did not beat its first stage ({check.first_stage}) on the "
+            f"{check.n} questions without planted answers ({MEASURE} "
+            f"{_num(check.value)} vs {_num(check.first_value)}, Holm p "
+            f"{_num(check.p_first)}; {check.verdict})"
+        )
+    return problems
+
+
+def _num(value: float | None) -> str:
+    return "?" if value is None else f"{value:.3f}"
+
+
+def paired(
+    claim: Claim,
+    study: str,
+    a: Mapping,
+    b: Mapping,
+    evidence: Evidence,
+    alpha: float,
+    gate: Mapping[tuple[str, str], Learned] | None = None,
+) -> ClaimGrade:
+    values_a, values_b = evidence.queries(a), evidence.queries(b)
+    if values_a is None or values_b is None:
+        return ClaimGrade(claim, study, NOT_RUN, reason="per-query values are not recorded")
+    measure = str(claim.measure)
+    qa, qb = _scored(values_a, measure), _scored(values_b, measure)
+    different = _query_sets(a, b, qa, qb)
+    if different:
+        return ClaimGrade(claim, study, NOT_RUN, reason=different)
+    common = sorted(qa)
+    if len(common) < 2:
+        return ClaimGrade(claim, study, NOT_RUN, reason=f"{len(common)} queries in common")
+    xa = np.array([float(values_a[q][measure]) for q in common])
+    xb = np.array([float(values_b[q][measure]) for q in common])
+    diffs = xa - xb
+    p, p_against = _p_values(claim.kind, diffs, claim.delta)
+    low, high = _interval(diffs)
+    seeds, seed_effects = _seeds(claim, a, b, evidence)
+    effect = claim.paper_effect.value if claim.paper_effect else None
+    power = paired_power(claim.kind, diffs, alpha, effect, claim.delta)
+    if claim.kind == "better" and power.at is not None and a.get("dataset") != claim.dataset:
+        # The paper measured its effect on its own data: on a stand-in it is a yardstick only.
+        power = replace(power, note=f"power at the paper's effect on {claim.dataset}")
+    problems: list[str] = []
+    notes: list[str] = []
+    for row, values in ((a, values_a), (b, values_b)):
+        check = check_cell(
+            row, measure, values, evidence.random_order(row), evidence.trainings(row), alpha
+        )
+        problems += check.problems
+        notes += check.notes
+    problems += _gate_problems((a, b), gate or {})
+    alternative = claim_and_against(
+        claim.kind, diffs, claim.delta, (claim.id, study, str(a.get("dataset")))
+    )
+    return ClaimGrade(
+        claim,
+        study,
+        NOT_CONFIRMED,  # decided after the study's correction
+        encoder=a.get("encoder") or b.get("encoder"),
+        n=len(common),
+        mean_a=float(xa.mean()),
+        mean_b=float(xb.mean()),
+        effect=float(diffs.mean()),
+        ci_low=low,
+        ci_high=high,
+        p=p,
+        p_against=p_against,
+        seeds=seeds,
+        test="one-sided paired t-test" if claim.kind != "equal" else "paired TOST",
+        power=power.power,
+        mde=power.mde,
+        power_at=power.at,
+        queries_needed=power.queries,
+        power_note=power.note,
+        problems=tuple(problems),
+        notes=tuple(notes),
+        seed_effects=seed_effects,
+        alternative_p=alternative,
+    )
+
+
+def _later_epochs(speeds: list[dict[str, Any]]) -> list[float]:
+    # BERT-DMN's Table 3 reports a lite model's first epoch apart: reranklab's encode rule does
+    # that epoch's encoder pass, so every training epoch of a lite model is a "later" one.
+    later = [s for s in speeds if (s.get("epoch") or 0) >= 2] or speeds
+    return [float(s["batches_per_s"]) for s in later if s.get("batches_per_s")]
+
+
+def ratio(claim: Claim, study: str, a: Mapping, b: Mapping, evidence: Evidence) -> ClaimGrade:
+    speed_a, speed_b = _later_epochs(evidence.speeds(a)), _later_epochs(evidence.speeds(b))
+    if not speed_a or not speed_b:
+        return ClaimGrade(claim, study, NOT_RUN, reason="no recorded epoch timings")
+    ratio = fmean(speed_a) / fmean(speed_b)
+    if ratio >= claim.at_least:
+        status = CONFIRMED
+    elif ratio <= 1.0:
+        status = CONTRADICTED
+    else:
+        status = NOT_CONFIRMED
+    return ClaimGrade(
+        claim,
+        study,
+        status,
+        encoder=a.get("encoder") or b.get("encoder"),
+        mean_a=fmean(speed_a),
+        mean_b=fmean(speed_b),
+        effect=ratio,
+        test="ratio of mean training batches/s (later epochs)",
+        test_status=status,
+    )
