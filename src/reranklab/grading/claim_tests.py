@@ -16,7 +16,6 @@ from statistics import fmean
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
 from reranklab.grading.claim_file import CellRef, Claim
 from reranklab.grading.claim_grade import (
@@ -29,31 +28,91 @@ from reranklab.grading.claim_grade import (
 from reranklab.grading.evidence import Evidence
 from reranklab.grading.learned import FIRST_STAGE_BAR, MEASURE, Learned
 from reranklab.grading.learning import check_cell
-from reranklab.grading.power import paired_power
+from reranklab.grading.power import Power, claim_power
 from reranklab.grading.robustness import claim_and_against
-from reranklab.grading.significance import one_sided_t
+from reranklab.grading.seed_test import QUERY_BY_SEED, QUERY_MEANS, SEED_MEANS, SeedTest, seed_aware
+
+# What the test's variance rests on, as the grade names it.
+TEST_NAMES = {
+    QUERY_BY_SEED: "over queries and seeds",
+    SEED_MEANS: "over queries, with the seeds' spread of their overall effects",
+    QUERY_MEANS: "over the query means",
+}
 
 
-def _interval(diffs: np.ndarray) -> tuple[float, float]:
-    mean = float(diffs.mean())
-    if len(diffs) < 2 or np.all(diffs == diffs[0]):
-        return mean, mean
-    half = float(stats.t.ppf(0.975, len(diffs) - 1) * stats.sem(diffs))
-    return mean - half, mean + half
-
-
-def _p_values(kind: str, diffs: np.ndarray, delta: float) -> tuple[float, float]:
-    """(p of the claim, p of its opposite) for a paired claim."""
+def _p_values(kind: str, test: SeedTest, delta: float) -> tuple[float, float]:
+    """(p of the claim, p of its opposite) for a paired claim, from its seed-aware test."""
     if kind == "better":
-        return one_sided_t(diffs, 0.0, "greater"), one_sided_t(diffs, 0.0, "less")
+        return test.p(0.0, "greater"), test.p(0.0, "less")
     if kind == "no_worse":
-        return one_sided_t(diffs, delta, "greater"), one_sided_t(diffs, delta, "less")
+        return test.p(delta, "greater"), test.p(delta, "less")
     # equal: TOST for |A − B| < δ; against: A − B beyond δ on either side (Bonferroni x2).
-    p_claim = max(one_sided_t(diffs, delta, "greater"), one_sided_t(diffs, -delta, "less"))
-    p_against = min(
-        1.0, 2 * min(one_sided_t(diffs, delta, "less"), one_sided_t(diffs, -delta, "greater"))
-    )
+    p_claim = max(test.p(delta, "greater"), test.p(-delta, "less"))
+    p_against = min(1.0, 2 * min(test.p(delta, "less"), test.p(-delta, "greater")))
     return p_claim, p_against
+
+
+def _by_seed(
+    a: Mapping, b: Mapping, common: list[str], measure: str, evidence: Evidence
+) -> np.ndarray | None:
+    """``S × Q`` differences A − B, every seed on every common query, where both cells'
+    per-seed per-query values are recorded (a first stage, seedless, repeats its one value);
+    ``None`` where a trained cell's are not, or fewer than two seeds are shared."""
+    sides = []
+    for row in (a, b):
+        if row.get("first_stage"):
+            sides.append(None)
+            continue
+        by_seed = evidence.seed_queries(row)
+        if len(by_seed) < 2:
+            return None
+        sides.append(by_seed)
+    trained = [side for side in sides if side is not None]
+    if not trained:
+        return None
+    seeds = sorted(set.intersection(*(set(side) for side in trained)))
+    if len(seeds) < 2:
+        return None
+    values_a, values_b = evidence.queries(a) or {}, evidence.queries(b) or {}
+
+    def value(side, overall, seed: str, qid: str) -> float | None:
+        source = overall if side is None else side[seed]
+        return (source.get(qid) or {}).get(measure)
+
+    rows = []
+    for seed in seeds:
+        row = []
+        for qid in common:
+            va, vb = value(sides[0], values_a, seed, qid), value(sides[1], values_b, seed, qid)
+            if va is None or vb is None:
+                return None
+            row.append(float(va) - float(vb))
+        rows.append(row)
+    return np.array(rows)
+
+
+def claim_test(
+    claim: Claim, a: Mapping, b: Mapping, common: list[str], diffs: np.ndarray, evidence: Evidence
+) -> SeedTest:
+    """The claim's seed-aware test: every seed's per-query differences where recorded, else the
+    query means with each seed's overall effect (conservative), else the query means alone."""
+    by_seed = _by_seed(a, b, common, str(claim.measure), evidence)
+    if by_seed is not None:
+        return seed_aware(by_seed)
+    _, effects = _seeds(claim, a, b, evidence)
+    spread = np.array(list(effects.values())) if len(effects) >= 2 else None
+    return seed_aware(query_diffs=diffs, seed_effects=spread)
+
+
+def power_at(g: ClaimGrade, a_dataset: str | None, alpha: float) -> Power:
+    """The power of the grade's test at ``alpha`` (the level that decides it)."""
+    claim = g.claim
+    effect = claim.paper_effect.value if claim.paper_effect else None
+    power = claim_power(claim.kind, g.seed_test, alpha, effect, claim.delta)
+    if claim.kind == "better" and power.at is not None and a_dataset != claim.dataset:
+        # The paper measured its effect on its own data: on a stand-in it is a yardstick only.
+        power = replace(power, note=f"power at the paper's effect on {claim.dataset}")
+    return power
 
 
 def find(dataset: str, cell: CellRef, rows: Sequence[Mapping[str, Any]]) -> list[Mapping]:
@@ -153,14 +212,11 @@ def paired(
     xa = np.array([float(values_a[q][measure]) for q in common])
     xb = np.array([float(values_b[q][measure]) for q in common])
     diffs = xa - xb
-    p, p_against = _p_values(claim.kind, diffs, claim.delta)
-    low, high = _interval(diffs)
+    test = claim_test(claim, a, b, common, diffs, evidence)
+    p, p_against = _p_values(claim.kind, test, claim.delta)
+    low, high = test.interval(0.95)
     seeds, seed_effects = _seeds(claim, a, b, evidence)
-    effect = claim.paper_effect.value if claim.paper_effect else None
-    power = paired_power(claim.kind, diffs, alpha, effect, claim.delta)
-    if claim.kind == "better" and power.at is not None and a.get("dataset") != claim.dataset:
-        # The paper measured its effect on its own data: on a stand-in it is a yardstick only.
-        power = replace(power, note=f"power at the paper's effect on {claim.dataset}")
+    power = power_at(ClaimGrade(claim, study, NOT_RUN, seed_test=test), a.get("dataset"), alpha)
     problems: list[str] = []
     notes: list[str] = []
     for row, values in ((a, values_a), (b, values_b)):
@@ -187,7 +243,10 @@ def paired(
         p=p,
         p_against=p_against,
         seeds=seeds,
-        test="one-sided paired t-test" if claim.kind != "equal" else "paired TOST",
+        test=("one-sided paired t-test" if claim.kind != "equal" else "paired TOST")
+        + f" ({TEST_NAMES[test.method]})",
+        seed_test=test,
+        pair=(str(a.get("key")), str(b.get("key"))),
         power=power.power,
         mde=power.mde,
         power_at=power.at,

@@ -45,12 +45,19 @@ A grade says when the evidence cannot decide. After the correction, a paired cla
 - otherwise CONFIRMED or CONTRADICTED when the corrected test decides (the evidence decided);
 - INCONCLUSIVE (underpowered) when it decides neither and the test's power at the paper's own
   effect (``better``; at the margin for ``no_worse``/``equal``) is below 0.8
-  (:mod:`~reranklab.grading.power`): NOT CONFIRMED is kept for "powered, and not seen". Where a
-  ``better`` claim gives no paper effect the power is unknown and the grade stays NOT CONFIRMED.
+  (:mod:`~reranklab.grading.power`), or INCONCLUSIVE (power unknown) where the claim gives no
+  paper effect: NOT CONFIRMED is kept for "powered, and not seen".
+
+The test is seed-aware (:mod:`~reranklab.grading.seed_test`): its variance holds the spread of
+the seeds as well as of the queries (every seed's per-query values where recorded, else each
+seed's overall effect, conservatively), so an effect must hold across seeds to be seen. The
+power and MDE are computed at the level that decides the claim: Holm's step for its p
+(:func:`step_levels`), not the uncorrected alpha. Two claims over the same comparison (the same
+rows, measure, kind and margin) are one test: it enters the correction once.
 
 Each grade keeps the p that decided it (the claim's corrected p; on a CONTRADICTED or would-be
 CONTRADICTED grade the opposite finding's), the power and MDE, each seed's effect where a cell
-ran several (the test itself is on each query's mean over the seeds), and whether the Wilcoxon
+ran several, and whether the Wilcoxon
 signed-rank and the paired randomisation tests, corrected over the same family, give the same
 grade as the t-test (:mod:`~reranklab.grading.robustness`). What is not recorded (the
 random-order baseline or training losses of results recorded before they were kept) is said in
@@ -84,11 +91,12 @@ from reranklab.grading.claim_grade import (
     INCONCLUSIVE,
     NOT_CONFIRMED,
     NOT_RUN,
+    POWER_UNKNOWN,
     TOO_FEW_SEEDS,
     UNDERPOWERED,
     ClaimGrade,
 )
-from reranklab.grading.claim_tests import find, missing, paired, ratio
+from reranklab.grading.claim_tests import find, missing, paired, power_at, ratio
 from reranklab.grading.evidence import Evidence
 from reranklab.grading.learned import Learned, learned_rows
 from reranklab.grading.power import TARGET
@@ -148,14 +156,20 @@ def _inconclusive(g: ClaimGrade, test_status: str) -> tuple[str, ...]:
     if test_status == NOT_CONFIRMED and g.power is not None and g.power < TARGET:
         at = "the paper's effect" if g.claim.kind == "better" else "the margin"
         needs = (
-            ""
+            f"; no number of queries reaches {TARGET:.0%} power at {at} with these seeds"
             if g.queries_needed is None
             else f"; {TARGET:.0%} power at {at} needs ~{g.queries_needed:,} queries"
         )
+        mde = "none" if g.mde is None else f"{g.mde:.3f}"
         reasons.append(
             f"{UNDERPOWERED}: power {g.power:.2f} at {at} {g.power_at:+.3f} (n={g.n}); "
-            f"the smallest effect seen with {TARGET:.0%} power is {g.mde:.3f}{needs}"
+            f"the smallest effect seen with {TARGET:.0%} power is {mde}{needs}"
         )
+    if test_status == NOT_CONFIRMED and g.power is None:
+        # NOT CONFIRMED says "powered, and not seen": without a power it cannot say that.
+        why = g.power_note.split(";")[0].removeprefix("power unknown: ") or "no paper effect"
+        mde = "" if g.mde is None else f"; the smallest effect seen with 80 % power is {g.mde:.3f}"
+        reasons.append(f"{POWER_UNKNOWN}: {why}{mde}")
     return tuple(reasons)
 
 
@@ -193,23 +207,66 @@ def study_alphas(evidence: Evidence, alpha: float) -> dict[str, float]:
     }
 
 
+def step_levels(p_values: Sequence[float], alpha: float, correction: str) -> list[float]:
+    """The level each p is compared with where the correction decides it: Holm's step
+    ``alpha / (m − rank + 1)`` (rank among the ascending p-values; tied p-values take the
+    stricter step), Bonferroni's ``alpha / m``, or ``alpha`` uncorrected. The power and MDE of
+    a claim's test are computed at it.
+
+    Example:
+        >>> step_levels([0.01, 0.04, 0.03], 0.05, "holm")
+        [0.016666666666666666, 0.05, 0.025]
+    """
+    m = len(p_values)
+    if correction == "none":
+        return [alpha] * m
+    if correction == "bonferroni":
+        return [alpha / m] * m
+    return [alpha / (m - sum(q < p for q in p_values)) for p in p_values]
+
+
+def _same_test(g: ClaimGrade) -> tuple[Any, ...]:
+    """What makes two grades one test: the same two rows, measure, kind and margin."""
+    return (g.dataset, g.pair, g.claim.measure, g.claim.kind, g.claim.delta)
+
+
+def _family(out: list[ClaimGrade], study: str) -> tuple[list[int], dict[int, int]]:
+    """The study's tested grades, each test once (``tested``), and the repeats: a grade whose
+    test is an earlier one's (two claims over the same comparison), mapped to that grade."""
+    tested: list[int] = []
+    repeats: dict[int, int] = {}
+    first: dict[tuple[Any, ...], int] = {}
+    for i, g in enumerate(out):
+        if g.study != study or g.p is None:
+            continue
+        key = _same_test(g)
+        if key in first:
+            repeats[i] = first[key]
+        else:
+            first[key] = i
+            tested.append(i)
+    return tested, repeats
+
+
 def _decide(
     grades: list[ClaimGrade],
     alpha: float,
     correction: str,
     alphas: Mapping[str, float] | None = None,
 ) -> list[ClaimGrade]:
-    """Correct the paired claims' p-values within each study and set their status."""
+    """Correct the paired claims' p-values within each study (each test once) and set their
+    status, with the power at the level that decides each."""
     out = list(grades)
     for study in dict.fromkeys(g.study for g in grades):
         level = (alphas or {}).get(study, alpha)
-        tested = [i for i, g in enumerate(out) if g.study == study and g.p is not None]
+        tested, repeats = _family(out, study)
         p_claim = correct([out[i].p for i in tested], correction, level)
         p_against = correct([out[i].p_against for i in tested], correction, level)
+        steps = step_levels([out[i].p for i in tested], level, correction)
         statuses = [_verdict(pc, pa, level) for pc, pa in zip(p_claim, p_against, strict=True)]
         robust = _robustness([out[i] for i in tested], statuses, level, correction)
         for k, i in enumerate(tested):
-            g, test_status = out[i], statuses[k]
+            g, test_status = _at_step(out[i], steps[k]), statuses[k]
             reasons = _inconclusive(g, test_status)
             out[i] = replace(
                 g,
@@ -222,7 +279,48 @@ def _decide(
                 reason="; ".join(reasons),
                 robustness=robust[k],
             )
+        for i, j in repeats.items():
+            out[i] = _repeat(out[i], out[j])
     return out
+
+
+def _at_step(g: ClaimGrade, step: float) -> ClaimGrade:
+    """The grade with its power and MDE at ``step``, the level that decides it."""
+    if g.seed_test is None:
+        return g
+    power = power_at(g, g.dataset, step)
+    note = "; ".join(x for x in (power.note, f"power at the deciding level {step:.4g}") if x)
+    return replace(
+        g,
+        power=power.power,
+        mde=power.mde,
+        power_at=power.at,
+        queries_needed=power.queries,
+        power_note=note,
+        power_level=step,
+    )
+
+
+def _repeat(g: ClaimGrade, same: ClaimGrade) -> ClaimGrade:
+    """A claim whose test is ``same``'s, counted once in the study's correction: its p-values and
+    test verdict are ``same``'s; its power (at its own paper effect) and so its status are its own."""
+    g = replace(
+        _at_step(g, same.power_level or 0.0) if same.power_level else g,
+        test_status=same.test_status,
+        p_corrected=same.p_corrected,
+        p_against=same.p_against,
+        p_deciding=same.p_deciding,
+        robustness=same.robustness,
+    )
+    reasons = _inconclusive(g, str(same.test_status))
+    note = f"the same test as {same.claim.id}: counted once in the study's correction"
+    return replace(
+        g,
+        status=INCONCLUSIVE if reasons else str(same.test_status),
+        inconclusive=reasons,
+        reason="; ".join(reasons),
+        power_note="; ".join(x for x in (g.power_note, note) if x),
+    )
 
 
 def grade_claims(

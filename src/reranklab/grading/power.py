@@ -32,6 +32,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from reranklab.grading.seed_test import SeedTest
+
 TARGET = 0.8  # the power a claim's test should have at the effect it looks for
 
 
@@ -122,3 +124,41 @@ def paired_power(
     if kind == "equal":
         power = max(0.0, 2 * power - 1)
     return Power(power, mde, at, queries=_queries_for(at / sd, alpha, size_for))
+
+
+def claim_power(
+    kind: str,
+    test: SeedTest,
+    alpha: float,
+    paper_effect: float | None = None,
+    delta: float = 0.0,
+) -> Power:
+    """The power of a claim's seed-aware test (:mod:`reranklab.grading.seed_test`) at ``alpha``:
+    the level that decides it, Holm-adjusted by the grading. As :func:`paired_power`, whose
+    numbers it gives for one seed; with several, the seeds' spread is part of the variance, and
+    ``queries`` is ``None`` where no number of queries reaches 80 % (more seeds would).
+
+    Example:
+        >>> import numpy as np
+        >>> from reranklab.grading.seed_test import seed_aware
+        >>> diffs = np.array([0.1, -0.05, 0.2, 0.0, 0.15, -0.1, 0.05, 0.1])
+        >>> p = claim_power("better", seed_aware(query_diffs=diffs), 0.05, paper_effect=0.03)
+        >>> round(p.power, 2), round(p.mde, 3), p.queries
+        (0.19, 0.099, 73)
+    """
+    if test.queries < 2:
+        return Power(None, None, note="power unknown: fewer than 2 queries")
+    if kind == "better":
+        at, size_for = paper_effect, TARGET
+    else:
+        at = delta
+        size_for = (1 + TARGET) / 2 if kind == "equal" else TARGET  # TOST: 2·P₁ − 1 ≥ 0.8
+    mde = test.mde(alpha, size_for)
+    if at is None:
+        return Power(None, mde, None, "power unknown: the claim gives no paper effect")
+    if at <= 0:
+        return Power(None, mde, at, f"power unknown: the paper's effect {at:+.3f} is not > 0")
+    power = test.power(at, alpha)
+    if kind == "equal":
+        power = max(0.0, 2 * power - 1)
+    return Power(power, mde, at, queries=test.queries_for(at, alpha, size_for))
