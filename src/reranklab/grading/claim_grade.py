@@ -76,10 +76,29 @@ class ClaimGrade:
     alternative_p: dict[str, tuple[float, float]] = field(default_factory=dict)
 
 
+def on_stand_in(g: ClaimGrade) -> bool:
+    """Whether the grade rests on a stand-in: a cell graded in place of a side the paper
+    compared (``stand_in``), e.g. BM25 for another work's state of the art."""
+    return bool(g.claim.stand_in) and g.status != NOT_RUN
+
+
+def label(g: ClaimGrade) -> str:
+    """The status as shown: ``CONFIRMED (stand-in)`` where the grade rests on a stand-in."""
+    return f"{g.status} (stand-in)" if on_stand_in(g) else g.status
+
+
 def counts(grades: Sequence[ClaimGrade]) -> dict[str, int]:
     """``{"CONFIRMED": n, "NOT CONFIRMED": n, "CONTRADICTED": n, "INCONCLUSIVE": n,
-    "NOT RUN": n}``."""
-    return {status: sum(g.status == status for g in grades) for status in STATUSES}
+    "NOT RUN": n}`` over the grades that rest on no stand-in (:func:`stand_in_counts` has
+    the others)."""
+    own = [g for g in grades if not on_stand_in(g)]
+    return {status: sum(g.status == status for g in own) for status in STATUSES}
+
+
+def stand_in_counts(grades: Sequence[ClaimGrade]) -> dict[str, int]:
+    """The grades that rest on a stand-in, by status (NOT RUN never does), counted apart."""
+    apart = [g for g in grades if on_stand_in(g)]
+    return {status: sum(g.status == status for g in apart) for status in STATUSES[:-1]}
 
 
 def power_counts(grades: Sequence[ClaimGrade]) -> dict[str, int]:
@@ -108,10 +127,12 @@ def inconclusive_counts(grades: Sequence[ClaimGrade]) -> dict[str, int]:
 
 
 def to_json(grades: Sequence[ClaimGrade]) -> dict[str, Any]:
-    """``{"counts": {...}, "inconclusive": {reason: n}, "power": {...}, "claims": [...]}`` for
-    programs (:func:`power_counts`)."""
+    """``{"counts": {...}, "stand_in_counts": {...}, "inconclusive": {reason: n}, "power":
+    {...}, "claims": [...]}`` for programs: ``counts`` leaves out the grades that rest on a
+    stand-in, which ``stand_in_counts`` counts (each claim's ``label`` says it)."""
     return {
         "counts": counts(grades),
+        "stand_in_counts": stand_in_counts(grades),
         "inconclusive": inconclusive_counts(grades),
         "power": power_counts(grades),
         "claims": [_grade_json(g) for g in grades],
@@ -123,6 +144,8 @@ def _grade_json(g: ClaimGrade) -> dict[str, Any]:
     effect = c.paper_effect
     return {
         "status": g.status,
+        "label": label(g),
+        "on_stand_in": on_stand_in(g),
         "test_status": g.test_status,
         "reason": g.reason,
         "inconclusive": list(g.inconclusive),
@@ -134,6 +157,7 @@ def _grade_json(g: ClaimGrade) -> dict[str, Any]:
         "cite": c.cite,
         "cites": list(c.cites),
         "stand_in": c.stand_in or None,
+        "not_run": c.not_run or None,
         "kind": c.kind,
         "dataset": g.dataset or c.dataset,
         "paper_dataset": c.dataset,

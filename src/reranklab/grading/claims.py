@@ -352,6 +352,11 @@ def grade_claims(
     for claim in claims:
         if paper is not None and claim.paper != paper and claim.study != paper:
             continue
+        if claim.not_run:  # no faithful comparison can be run: never graded on a substitute
+            grades.append(
+                ClaimGrade(claim, claim.study, NOT_RUN, claim.dataset, reason=claim.not_run)
+            )
+            continue
         studies = _studies_of(claim, evidence.rows)
         if not studies:
             grades.append(

@@ -13,7 +13,10 @@ from reranklab.grading.claim_grade import (
     INCONCLUSIVE,
     ClaimGrade,
     counts,
+    label,
+    on_stand_in,
     power_counts,
+    stand_in_counts,
 )
 from reranklab.grading.evidence import Evidence
 from reranklab.grading.power import TARGET
@@ -94,8 +97,20 @@ def robustness_text(g: ClaimGrade) -> str:
 
 def _status_text(g: ClaimGrade) -> str:
     if g.status == INCONCLUSIVE and g.test_status:
-        return f"{INCONCLUSIVE} (t-test: {g.test_status})"
-    return g.status
+        return f"{label(g)} (t-test: {g.test_status})"
+    return label(g)
+
+
+def tally(grades: Sequence[ClaimGrade]) -> str:
+    """``30 claims: 5 CONFIRMED, ...; on a stand-in (counted apart): 2 CONFIRMED, ...``."""
+    own = ", ".join(f"{n} {s}" for s, n in counts(grades).items())
+    apart = stand_in_counts(grades)
+    text = f"{len(grades)} claims: {own}"
+    if any(apart.values()):
+        text += "; resting on a stand-in (counted apart): " + ", ".join(
+            f"{n} {s}" for s, n in apart.items() if n
+        )
+    return text
 
 
 def _compact(notes: Sequence[str]) -> list[str]:
@@ -145,8 +160,7 @@ def format_text(grades: Sequence[ClaimGrade]) -> str:
         if notes:
             text += f"  ({notes})"
         lines.append(text)
-    tally = ", ".join(f"{n} {s}" for s, n in counts(grades).items())
-    lines.append(f"{len(grades)} claims: {tally}")
+    lines.append(tally(grades))
     return "\n".join(lines) + "\n"
 
 
@@ -165,7 +179,9 @@ _LEGEND = (
     "(Holm's step; `?`: the claim gives no effect), MDE: the effect found with 80 % power there. "
     "Seeds: graded/asked (each seed's effect). Other tests: whether the Wilcoxon "
     "signed-rank (W) and paired randomisation (R) tests, corrected alike, give the same grade. "
-    "A ratio claim is graded on the measured training speeds."
+    "A ratio claim is graded on the measured training speeds. (stand-in): the grade compares a "
+    "cell that stands in for a side the paper compared (its note says which); such grades are "
+    "counted apart from the findings."
 )
 
 
@@ -191,10 +207,7 @@ def format_markdown(grades: Sequence[ClaimGrade], title: str | None = "Claims") 
     ]
     lines = [f"# {title}", ""] if title else []
     lines += [
-        f"{len(grades)} claims: "
-        + ", ".join(f"{n} {s}" for s, n in counts(grades).items())
-        + ". "
-        + _power_tally(grades),
+        tally(grades) + ". " + _power_tally(grades),
         "",
         "| " + " | ".join(header) + " |",
         "|" + "|".join(["---"] * 6 + ["---:"] * 8 + ["---"] * 2) + "|",
@@ -202,7 +215,7 @@ def format_markdown(grades: Sequence[ClaimGrade], title: str | None = "Claims") 
     for g in grades:
         c = g.claim
         cells = [
-            f"**{g.status}**" if g.status in (CONFIRMED, CONTRADICTED) else _status_text(g),
+            f"**{label(g)}**" if g.status in (CONFIRMED, CONTRADICTED) else _status_text(g),
             g.study,
             f"{c.id}: “{c.claim}” ({c.cite})",
             dataset_text(g),
@@ -234,7 +247,9 @@ def _span(values: Sequence[int], unit: str) -> str:
 
 def describe_evidence(grades: Sequence[ClaimGrade], evidence: Evidence) -> str:
     """One sentence saying what the claims were graded on: the studies, encoder, data, training
-    (epochs and optimiser steps per model) and seeds, from the graded rows themselves.
+    (epochs and optimiser steps per model), seeds, input lengths against the papers', the first
+    stages (depth, recall, planted answers) and how many grades rest on a stand-in, from the
+    graded rows themselves.
 
     Example:
         >>> describe_evidence([], Evidence(rows=[]))
@@ -268,13 +283,52 @@ def describe_evidence(grades: Sequence[ClaimGrade], evidence: Evidence) -> str:
             + " per cell"
             + (f" (the claims ask for {'/'.join(map(str, asked))})" if asked else "")
         )
+    parts += _lengths(grades, trained)
+    parts += _first_stages(rows)
     graded = sum(
         g.p is not None or g.claim.kind == "ratio" and g.effect is not None for g in grades
+    )
+    apart = sum(on_stand_in(g) for g in grades)
+    parts.append(
+        f"{apart} of the {graded} grades rest on a stand-in for a side the paper compared "
+        "(counted apart)"
     )
     return (
         f"{graded} claim grades over {len(studies)} {'study' if len(studies) == 1 else 'studies'} "
         f"({', '.join(studies)}): " + "; ".join(parts) + "."
     )
+
+
+def _lengths(grades: Sequence[ClaimGrade], trained: Sequence[Mapping[str, Any]]) -> list[str]:
+    """``inputs of 64–256 word pieces (the papers': 256–512)``."""
+    ours = [int(r["max_length"]) for r in trained if r.get("max_length")]
+    if not ours:
+        return []
+    theirs = [g.claim.paper_max_length for g in grades if g.p is not None or g.effect]
+    known = [n for n in theirs if n]
+    text = _span(ours, "word pieces a pair")
+    return [
+        f"inputs of {text}"
+        + (f" (the papers': {_span(known, '')})".replace(" )", ")") if known else "")
+    ]
+
+
+def _first_stages(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """``first stages: insuranceqa bm25 top 20 (recall 0.47; answers planted in 0 of 500)``."""
+    out = []
+    for row in rows:
+        if not row.get("first_stage"):
+            continue
+        text = f"{row.get('dataset')} {row.get('variant')}"
+        if row.get("depth"):
+            text += f" top {row['depth']}"
+        facts = []
+        if row.get("recall_at_depth") is not None:
+            facts.append(f"recall {float(row['recall_at_depth']):.2f}")
+        if row.get("n_planted") is not None:
+            facts.append(f"answers planted in {row['n_planted']} of {row.get('n_queries')}")
+        out.append(text + (f" ({'; '.join(facts)})" if facts else ""))
+    return ["first stages: " + ", ".join(dict.fromkeys(out))] if out else []
 
 
 def _steps(rows: Sequence[Mapping[str, Any]], evidence: Evidence) -> list[int]:
