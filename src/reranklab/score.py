@@ -45,12 +45,12 @@ from reranklab.evaluation.evaluate import evaluate_run
 from reranklab.evaluation.protocol import DROP_REASONS, Scoring
 from reranklab.evaluation.ties import RULES, official_rule, untie
 from reranklab.io import Qrels, Run, read_json, read_qrels, read_queries
+from reranklab.io.cache_dir import cache_root as shared_cache_root
 from reranklab.io.text import text_lines
 from reranklab.io.trec import EMPTY_RUN, TIE_SEED, add_score
 
 log = logging.getLogger(__name__)
 
-CACHE_ENV = "RERANKLAB_CACHE"
 TREC, SEMEVAL = "trec", "semeval"
 _FIELDS = {TREC: "qid Q0 pid rank score tag", SEMEVAL: "qid aid rank score label"}
 _SEMEVAL_LABELS = ("true", "false")
@@ -212,17 +212,14 @@ def _preview(ids: Sequence[str], limit: int = 5) -> str:
 
 
 def cache_root(cache: str | os.PathLike[str] | None = None) -> Path:
-    """Where ``reranklab score`` keeps raw files: ``cache``, else ``$RERANKLAB_CACHE``, else
-    ``~/.cache/reranklab``; each dataset's files go to ``<root>/<dataset>/raw``.
+    """Where ``reranklab score`` keeps raw files (:func:`reranklab.io.cache_dir.cache_root`);
+    each dataset's files go to ``<root>/<dataset>/raw``.
 
     Example:
         >>> cache_root("/tmp/c")
         PosixPath('/tmp/c')
     """
-    for value in (cache, os.environ.get(CACHE_ENV)):
-        if value is not None and str(value).strip():
-            return Path(os.path.expanduser(str(value).strip()))
-    return Path.home() / ".cache" / "reranklab"
+    return shared_cache_root(cache)
 
 
 def mirror_folder(flag: str | None) -> str | None:
