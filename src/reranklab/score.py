@@ -548,3 +548,74 @@ def format_text(result: dict[str, Any], scoring: Scoring | None = None) -> str:
     for name, value in result["measures"].items():
         lines.append(f"  {name:16s} {'n/a' if value is None else f'{value:.4f}'}")
     return "\n".join(lines)
+
+
+# -- from Python: reranklab.evaluate ------------------------------------------------------------
+
+
+def evaluate_frame(
+    run: Run,
+    qrels: Qrels,
+    protocol: str | Scoring | None = None,
+    *,
+    qids: Sequence[str] | None = None,
+    measures: Sequence[str] | None = None,
+    relevance: int = 1,
+    ties: str = "hash",
+    tie_seed: int = TIE_SEED,
+) -> Any:
+    """Per-query values of ``run`` as a pandas frame (``reranklab.evaluate``).
+
+    Args:
+        run: ``{qid: {pid: score}}``.
+        qrels: ``{qid: {pid: grade}}`` with integer grades.
+        protocol: a dataset's scoring: ``"wikiqa"`` (its official one), ``"wikiqa:raw"`` (a
+            named one, see ``reranklab datasets``), a :class:`Scoring`, or ``None``
+            (trec_eval's: queries with a relevant passage, every measure at ``relevance``).
+        qids: the queries to score (default: the run's).
+        measures: without ``protocol``, the display names to compute (default: all).
+        relevance: without ``protocol``, the smallest grade that counts as relevant.
+        ties: ``hash`` (reranklab's seeded hash, as its studies score), ``official`` (the
+            dataset's official tool's rule), ``trec_eval`` or ``file``.
+        tie_seed: the seed of the hash rule.
+
+    Returns:
+        A ``DataFrame`` indexed by ``qid`` with one column per measure; ``frame.attrs`` holds
+        ``aggregate`` (the means), ``scoring``, ``excluded`` and ``ties``.
+
+    Example:
+        >>> frame = evaluate_frame({"q1": {"a": 0.9, "b": 0.5}}, {"q1": {"b": 1}}, measures=["P@1", "MRR"])
+        >>> frame.loc["q1"].to_dict(), frame.attrs["aggregate"]
+        ({'P@1': 0.0, 'MRR': 0.5}, {'P@1': 0.0, 'MRR': 0.5})
+    """
+    import pandas as pd
+
+    from reranklab.evaluation.protocol import ALL, default_scoring
+
+    rule = ties
+    if isinstance(protocol, Scoring):
+        scoring = protocol
+    elif protocol is None:
+        scoring = default_scoring(relevance, measures or ALL)
+    else:
+        from reranklab.data import get_dataset
+
+        name, _, scoring_name = str(protocol).partition(":")
+        dataset = get_dataset(name)
+        scoring = resolve_scoring(dataset, scoring_name or None)
+        rule = official_rule(dataset.name) if ties == "official" else ties
+    if rule not in RULES or rule == "official":
+        raise ConfigError(
+            f"ties {ties!r}: expected one of {list(RULES)} (official needs a dataset)"
+        )
+    scored = untie(run, rule) if rule != "hash" else run
+    result = evaluate_run(scored, qrels, qids, scoring=scoring, tie_seed=tie_seed)
+    frame = pd.DataFrame.from_dict(result["per_query"], orient="index", columns=result["measures"])
+    frame.index.name = "qid"
+    frame.attrs.update(
+        aggregate=result["aggregate"],
+        scoring=result["scoring"],
+        excluded=result["excluded"],
+        ties=result["ties"],
+    )
+    return frame
