@@ -68,7 +68,8 @@ def evaluate(
         >>> run = {"q1": {"a": 0.9, "b": 0.5}, "q2": {"c": 0.1, "d": 0.7}}
         >>> qrels = {"q1": {"b": 1}, "q2": {"d": 1}}
         >>> frame = reranklab.evaluate(run, qrels, measures=["MRR"])
-        >>> frame["MRR"].to_dict(), frame.attrs["aggregate"]["MRR"]
+        >>> means = frame.attrs["aggregate"]
+        >>> frame["MRR"].to_dict(), means["MRR"]
         ({'q1': 0.5, 'q2': 1.0}, 0.75)
     """
     from reranklab.score import evaluate_frame

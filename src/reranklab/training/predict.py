@@ -162,7 +162,8 @@ class Reranker:
 
         Args:
             run: ``{qid: {pid: score}}`` (a TREC run as :func:`reranklab.io.read_run` gives it).
-            queries, corpus: ``{qid: text}`` and ``{pid: text}``.
+            queries: ``{qid: text}``.
+            corpus: ``{pid: text}``.
             depth: candidates re-scored per query.
 
         Returns:
