@@ -297,12 +297,15 @@ def score_runs(
     tie_seed: int = TIE_SEED,
     ties: str = "hash",
     progress: bool = False,
+    queries_from_run: bool = False,
 ) -> list[dict[str, Any]]:
     """Score each run file on ``split`` of ``dataset_name`` (see the module docstring).
 
     Args:
         dataset_name: a registered dataset.
         split: one of its splits (``Dataset.split_names()``).
+        queries_from_run: count only the split's queries the run ranks (trec_eval without
+            ``-c``), not every judged query of the split.
         runs: run files (TREC or SemEval format).
         protocol: a scoring name of the dataset; ``None`` = the official one.
         mirror: local mirror folder, or ``None`` to download.
@@ -346,7 +349,18 @@ def score_runs(
     aliases = dataset.run_aliases(raw_dir, split)
     return [
         _score_one(
-            path, run, kind, dataset.name, split, qids, qrels, aliases, scoring, tie_seed, rule
+            path,
+            run,
+            kind,
+            dataset.name,
+            split,
+            qids,
+            qrels,
+            aliases,
+            scoring,
+            tie_seed,
+            rule,
+            queries_from_run,
         )
         for path, run, kind in read
     ]
@@ -472,11 +486,15 @@ def _score_one(
     scoring: Scoring,
     tie_seed: int,
     rule: str = "hash",
+    queries_from_run: bool = False,
 ) -> dict[str, Any]:
     # An official tool's tie order is taken on the ids as the file writes them, before mapping.
     untied = untie(run, rule) if rule != "hash" else None
     where = f"{dataset} {split}"
     run, numbering, ignored = canonical_ids(run, path, qids, aliases, where)
+    if queries_from_run:  # trec_eval without -c: only the split's queries the run ranks
+        qids = [qid for qid in qids if qid in run]
+        split = f"{split}, {RUN_QUERIES}"
     result = evaluate_run(run, qrels, qids, scoring=scoring, tie_seed=tie_seed)
     if untied is not None:
         tied = result["ties"]
