@@ -1,5 +1,7 @@
-"""A failed job's one-line error reaches the terminal of a `snakemake` run (the Snakefile's
-onerror handler, reranklab.workflow.failures), not only the job's log."""
+"""A collection's broken or missing file is one line where a person looks: `validate-config`
+reads the files before any run, a missing file stops the workflow as it loads, and a failed
+job's own error reaches the terminal of a `snakemake` run (the Snakefile's onerror handler,
+reranklab.workflow.failures), not only the job's log."""
 
 from __future__ import annotations
 
@@ -14,35 +16,60 @@ from tests.conftest import tool_env
 
 pytestmark = pytest.mark.integration
 
+FILES = ("queries.tsv", "passages.jsonl", "qrels.txt", "split.json")
+
+
+def _study(tmp_path: Path) -> Path:
+    """A fresh study folder whose own collection's files are copies in mine/ (broken.yaml)."""
+    study = tmp_path / "study"
+    reranklab = [sys.executable, "-m", "reranklab.cli"]
+    subprocess.run(
+        [*reranklab, "init", str(study)], check=True, env=tool_env(), capture_output=True
+    )
+    (study / "mine").mkdir()
+    for name in FILES:
+        (study / "mine" / name).write_bytes((study / "studies/own-data" / name).read_bytes())
+    config = yaml.safe_load((study / "config/own-data.yaml").read_text())
+    entry = config["local"]["faq"]
+    for key in ("queries", "passages", "qrels", "splits"):
+        entry[key] = entry[key].replace("studies/own-data/", "mine/")
+    (study / "broken.yaml").write_text(yaml.safe_dump(config))
+    return study
+
+
+def _run(study: Path, *command: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        list(command), cwd=study, env=tool_env(), capture_output=True, text=True, timeout=600
+    )
+
+
+def _validate(study: Path) -> subprocess.CompletedProcess:
+    reranklab = [sys.executable, "-m", "reranklab.cli"]
+    return _run(study, *reranklab, "validate-config", "params.yaml", "broken.yaml")
+
 
 def test_a_broken_collection_file_is_one_line_on_the_terminal(tmp_path: Path):
-    study = tmp_path / "study"
-    env = tool_env()
-    reranklab = [sys.executable, "-m", "reranklab.cli"]
-    subprocess.run([*reranklab, "init", str(study)], check=True, env=env, capture_output=True)
-    mine = study / "mine"
-    mine.mkdir()
-    for name in ("queries.tsv", "passages.jsonl", "qrels.txt", "split.json"):
-        (mine / name).write_bytes((study / "studies/own-data" / name).read_bytes())
-    with (mine / "queries.tsv").open("a") as queries:
+    study = _study(tmp_path)
+    assert _validate(study).returncode == 0
+    with (study / "mine/queries.tsv").open("a") as queries:
         queries.write("a line without a tab\n")
-    config = yaml.safe_load((study / "config/own-data.yaml").read_text())
-    for key in ("queries", "passages", "qrels", "splits"):
-        config["local"]["faq"][key] = config["local"]["faq"][key].replace(
-            "studies/own-data/", "mine/"
-        )
-    (study / "broken.yaml").write_text(yaml.safe_dump(config))
-    run = subprocess.run(
-        ["snakemake", "--cores", "1", "--configfile", "broken.yaml"],
-        cwd=study,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    error = "mine/queries.tsv:31: expected 'query id<TAB>text', found no tab"
+    # validate-config reads the files as prepare does, before any run.
+    checked = _validate(study)
+    assert checked.returncode == 2
+    assert checked.stderr.strip() == f"reranklab validate-config: error: {error}"
+    run = _run(study, "snakemake", "--cores", "1", "--configfile", "broken.yaml")
     assert run.returncode != 0
     lines = [line for line in run.stderr.splitlines() if line.startswith("reranklab: rule ")]
-    assert lines == [
-        "reranklab: rule prepare: reranklab prepare: error: mine/queries.tsv:31: "
-        "expected 'query id<TAB>text', found no tab"
-    ]
+    assert lines == [f"reranklab: rule prepare: reranklab prepare: error: {error}"]
+
+
+def test_a_missing_collection_file_is_one_line_before_any_job(tmp_path: Path):
+    study = _study(tmp_path)
+    (study / "mine/qrels.txt").unlink()
+    expected = "local.faq.qrels: no such file mine/qrels.txt"
+    assert expected in _validate(study).stderr
+    run = _run(study, "snakemake", "-n", "--cores", "1", "--configfile", "broken.yaml")
+    said = run.stdout + run.stderr  # a dry run says it on stdout
+    assert run.returncode != 0 and expected in said
+    assert "InputFunctionException" not in said and "Job stats" not in said

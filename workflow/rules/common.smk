@@ -33,6 +33,8 @@ def _cores():
 
 
 PLAN = StudyPlan(CFG, cores=_cores())
+# A collection's missing file is one line now, before any job (not an input function's traceback).
+PLAN.check_local_files()
 # The conda environment (used only with --sdm conda): envs/ at the top, named relative to the rule
 # files (workflow/rules/), as Snakemake reads it.
 CONDA_ENV = "../../envs/reranklab.yaml"

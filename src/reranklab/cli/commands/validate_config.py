@@ -32,7 +32,28 @@ def run(args: argparse.Namespace) -> None:
     config = load_params(args.files)
     cells = grid(config)
     check_encoders(config, args.files)
+    check_local_collections(config)
     print(f"ok: {' + '.join(args.files)}; {len(cells)} cells")
+
+
+def check_local_collections(config: Mapping[str, Any]) -> None:
+    """Every collection of one's own the study runs (``local.<name>``) is read and checked as
+    ``prepare`` reads it: each file exists, and every line parses (streamed, line by line).
+
+    Raises:
+        ConfigError: a missing file, naming its key.
+        FormatError: a malformed file, naming its path and line.
+    """
+    from pathlib import Path
+
+    from reranklab.data.local import LocalDataset
+
+    entries = config.get("local") or {}
+    for name in config.get("datasets") or []:
+        if name in entries:
+            dataset = LocalDataset(name, entries[name])
+            dataset.job_fields()  # each file exists
+            dataset.parse(Path("."), {})
 
 
 def check_encoders(config: Mapping[str, Any], files: Sequence[str]) -> None:
