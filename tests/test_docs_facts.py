@@ -25,3 +25,17 @@ def test_the_citation_file_names_the_five_papers():
     for arxiv in ("1901.04085", "1908.06780", "1905.07588", "2106.07316"):
         assert arxiv in text
     assert "10.1145/3397271.3401194" in text
+
+
+def test_the_studies_page_gives_each_recorded_studys_time():
+    import json
+
+    table = {}
+    for line in (REPO / "docs/studies.md").read_text().splitlines():
+        found = re.match(r"^\| `(\w+)\.yaml`.*\| (\d+) min \|$", line)
+        if found:
+            table[found.group(1)] = int(found.group(2))
+    for provenance in sorted((REPO / "studies/results/minilm-cpu").glob("*/provenance.json")):
+        study = provenance.parent.name
+        minutes = round(json.loads(provenance.read_text())["wall_seconds"] / 60)
+        assert table.get(study) == minutes, (study, table.get(study), minutes)
