@@ -73,3 +73,16 @@ def test_a_missing_collection_file_is_one_line_before_any_job(tmp_path: Path):
     said = run.stdout + run.stderr  # a dry run says it on stdout
     assert run.returncode != 0 and expected in said
     assert "InputFunctionException" not in said and "Job stats" not in said
+
+
+def test_an_encoder_train_could_not_load_is_refused_as_the_workflow_loads(tmp_path: Path):
+    study = _study(tmp_path)
+    (study / "encoder.yaml").write_text("training:\n  encoder: ./no-such-model\n")
+    run = _run(
+        study, "snakemake", "-n", "--cores", "1", "--configfile", "broken.yaml", "encoder.yaml"
+    )
+    said = run.stdout + run.stderr
+    assert run.returncode != 0 and "Job stats" not in said
+    assert (
+        "encoder.yaml: key training.encoder: encoder folder ./no-such-model does not exist" in said
+    )
