@@ -67,3 +67,14 @@ rule all:
     default_target: True
     input:
         STUDY_TARGETS,
+
+
+onerror:
+    # Each failed job's one-line error (the file, line or key at fault) where a person looks:
+    # the terminal, not only the job's log (reranklab.workflow.failures).
+    import sys
+
+    from reranklab.workflow.failures import failed_job_lines
+
+    for line in failed_job_lines(log):
+        print(f"reranklab: {line}", file=sys.stderr)

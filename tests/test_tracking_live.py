@@ -707,3 +707,21 @@ def _metric_logged(client: MlflowClient) -> bool:
     except Exception:  # the store is being created by the job
         return False
     return any("train.loss" in run.data.metrics for run in runs)
+
+
+def test_a_stopped_job_does_not_wait_forever_for_a_stuck_logging_thread(tmp_path, monkeypatch):
+    # The logging thread is stuck creating its run (a store that does not answer) when the job
+    # is signalled: finish() waits STOP_JOIN_S for it, then lets the process end.
+    import threading
+
+    from reranklab.tracking import live
+
+    release = threading.Event()
+    monkeypatch.setattr(live.LiveRun, "_create", lambda self: release.wait(60))
+    monkeypatch.setattr(live, "STOP_JOIN_S", 0.5)
+    run = LiveRun(f"sqlite:///{tmp_path / 'mlflow.db'}", "e", {"variant": "x"}, "d/x/L64", 0)
+    run.start()
+    started = time.monotonic()
+    run._end("FINISHED", held=[signal.SIGTERM])
+    assert time.monotonic() - started < 5 and run._ended
+    release.set()

@@ -298,3 +298,6 @@ def test_the_loop_alone_trains_as_train_model_does(toy_bert, tmp_path):
         stats["tokens_padded"],
     )
     assert [e["steps"] for e in speed.epoch_speed] == [s["steps"] for s in stats["epoch_speed"]]
+    # Each epoch's pairs, so that models trained at different batch sizes compare per pair.
+    assert sum(e["pairs"] for e in stats["epoch_speed"]) == stats["pairs_trained"]
+    assert all(e["pairs_per_s"] > 0 for e in stats["epoch_speed"])

@@ -8,9 +8,13 @@ from typing import TYPE_CHECKING
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
+    import pandas as pd
+
+    from reranklab.evaluation.protocol import Scoring
+    from reranklab.io.trec import Qrels, Run
     from reranklab.training.predict import Reranker
 
-__all__ = ["__version__", "load"]
+__all__ = ["__version__", "evaluate", "load"]
 
 
 def load(directory: str | Path, device: str | None = "auto") -> Reranker:
@@ -41,3 +45,33 @@ def load(directory: str | Path, device: str | None = "auto") -> Reranker:
     from reranklab.training.predict import load as load_reranker
 
     return load_reranker(directory, device)
+
+
+def evaluate(
+    run: Run,
+    qrels: Qrels,
+    protocol: str | Scoring | None = None,
+    **options: object,
+) -> pd.DataFrame:
+    """Score a run per query, under a dataset's official protocol or trec_eval's.
+
+    As ``reranklab score`` does for run files, from Python objects: see
+    :func:`reranklab.score.evaluate_frame` for ``protocol`` and the ``options`` (``qids``,
+    ``measures``, ``relevance``, ``ties``, ``tie_seed``).
+
+    Returns:
+        A pandas ``DataFrame`` indexed by ``qid``, a column per measure; ``frame.attrs`` holds
+        the ``aggregate`` means, the ``scoring``, the ``excluded`` queries and the ``ties``.
+
+    Example:
+        >>> import reranklab
+        >>> run = {"q1": {"a": 0.9, "b": 0.5}, "q2": {"c": 0.1, "d": 0.7}}
+        >>> qrels = {"q1": {"b": 1}, "q2": {"d": 1}}
+        >>> frame = reranklab.evaluate(run, qrels, measures=["MRR"])
+        >>> means = frame.attrs["aggregate"]
+        >>> frame["MRR"].to_dict(), means["MRR"]
+        ({'q1': 0.5, 'q2': 1.0}, 0.75)
+    """
+    from reranklab.score import evaluate_frame
+
+    return evaluate_frame(run, qrels, protocol, **options)  # type: ignore[arg-type]

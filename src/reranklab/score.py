@@ -45,12 +45,12 @@ from reranklab.evaluation.evaluate import evaluate_run
 from reranklab.evaluation.protocol import DROP_REASONS, Scoring
 from reranklab.evaluation.ties import RULES, official_rule, untie
 from reranklab.io import Qrels, Run, read_json, read_qrels, read_queries
+from reranklab.io.cache_dir import cache_root as shared_cache_root
 from reranklab.io.text import text_lines
 from reranklab.io.trec import EMPTY_RUN, TIE_SEED, add_score
 
 log = logging.getLogger(__name__)
 
-CACHE_ENV = "RERANKLAB_CACHE"
 TREC, SEMEVAL = "trec", "semeval"
 _FIELDS = {TREC: "qid Q0 pid rank score tag", SEMEVAL: "qid aid rank score label"}
 _SEMEVAL_LABELS = ("true", "false")
@@ -212,17 +212,14 @@ def _preview(ids: Sequence[str], limit: int = 5) -> str:
 
 
 def cache_root(cache: str | os.PathLike[str] | None = None) -> Path:
-    """Where ``reranklab score`` keeps raw files: ``cache``, else ``$RERANKLAB_CACHE``, else
-    ``~/.cache/reranklab``; each dataset's files go to ``<root>/<dataset>/raw``.
+    """Where ``reranklab score`` keeps raw files (:func:`reranklab.io.cache_dir.cache_root`);
+    each dataset's files go to ``<root>/<dataset>/raw``.
 
     Example:
         >>> cache_root("/tmp/c")
         PosixPath('/tmp/c')
     """
-    for value in (cache, os.environ.get(CACHE_ENV)):
-        if value is not None and str(value).strip():
-            return Path(os.path.expanduser(str(value).strip()))
-    return Path.home() / ".cache" / "reranklab"
+    return shared_cache_root(cache)
 
 
 def mirror_folder(flag: str | None) -> str | None:
@@ -300,12 +297,15 @@ def score_runs(
     tie_seed: int = TIE_SEED,
     ties: str = "hash",
     progress: bool = False,
+    queries_from_run: bool = False,
 ) -> list[dict[str, Any]]:
     """Score each run file on ``split`` of ``dataset_name`` (see the module docstring).
 
     Args:
         dataset_name: a registered dataset.
         split: one of its splits (``Dataset.split_names()``).
+        queries_from_run: count only the split's queries the run ranks (trec_eval without
+            ``-c``), not every judged query of the split.
         runs: run files (TREC or SemEval format).
         protocol: a scoring name of the dataset; ``None`` = the official one.
         mirror: local mirror folder, or ``None`` to download.
@@ -349,7 +349,18 @@ def score_runs(
     aliases = dataset.run_aliases(raw_dir, split)
     return [
         _score_one(
-            path, run, kind, dataset.name, split, qids, qrels, aliases, scoring, tie_seed, rule
+            path,
+            run,
+            kind,
+            dataset.name,
+            split,
+            qids,
+            qrels,
+            aliases,
+            scoring,
+            tie_seed,
+            rule,
+            queries_from_run,
         )
         for path, run, kind in read
     ]
@@ -475,11 +486,15 @@ def _score_one(
     scoring: Scoring,
     tie_seed: int,
     rule: str = "hash",
+    queries_from_run: bool = False,
 ) -> dict[str, Any]:
     # An official tool's tie order is taken on the ids as the file writes them, before mapping.
     untied = untie(run, rule) if rule != "hash" else None
     where = f"{dataset} {split}"
     run, numbering, ignored = canonical_ids(run, path, qids, aliases, where)
+    if queries_from_run:  # trec_eval without -c: only the split's queries the run ranks
+        qids = [qid for qid in qids if qid in run]
+        split = f"{split}, {RUN_QUERIES}"
     result = evaluate_run(run, qrels, qids, scoring=scoring, tie_seed=tie_seed)
     if untied is not None:
         tied = result["ties"]
@@ -551,3 +566,74 @@ def format_text(result: dict[str, Any], scoring: Scoring | None = None) -> str:
     for name, value in result["measures"].items():
         lines.append(f"  {name:16s} {'n/a' if value is None else f'{value:.4f}'}")
     return "\n".join(lines)
+
+
+# -- from Python: reranklab.evaluate ------------------------------------------------------------
+
+
+def evaluate_frame(
+    run: Run,
+    qrels: Qrels,
+    protocol: str | Scoring | None = None,
+    *,
+    qids: Sequence[str] | None = None,
+    measures: Sequence[str] | None = None,
+    relevance: int = 1,
+    ties: str = "hash",
+    tie_seed: int = TIE_SEED,
+) -> Any:
+    """Per-query values of ``run`` as a pandas frame (``reranklab.evaluate``).
+
+    Args:
+        run: ``{qid: {pid: score}}``.
+        qrels: ``{qid: {pid: grade}}`` with integer grades.
+        protocol: a dataset's scoring: ``"wikiqa"`` (its official one), ``"wikiqa:raw"`` (a
+            named one, see ``reranklab datasets``), a :class:`Scoring`, or ``None``
+            (trec_eval's: queries with a relevant passage, every measure at ``relevance``).
+        qids: the queries to score (default: the run's).
+        measures: without ``protocol``, the display names to compute (default: all).
+        relevance: without ``protocol``, the smallest grade that counts as relevant.
+        ties: ``hash`` (reranklab's seeded hash, as its studies score), ``official`` (the
+            dataset's official tool's rule), ``trec_eval`` or ``file``.
+        tie_seed: the seed of the hash rule.
+
+    Returns:
+        A ``DataFrame`` indexed by ``qid`` with one column per measure; ``frame.attrs`` holds
+        ``aggregate`` (the means), ``scoring``, ``excluded`` and ``ties``.
+
+    Example:
+        >>> frame = evaluate_frame({"q1": {"a": 0.9, "b": 0.5}}, {"q1": {"b": 1}}, measures=["P@1", "MRR"])
+        >>> frame.loc["q1"].to_dict(), frame.attrs["aggregate"]
+        ({'P@1': 0.0, 'MRR': 0.5}, {'P@1': 0.0, 'MRR': 0.5})
+    """
+    import pandas as pd
+
+    from reranklab.evaluation.protocol import ALL, default_scoring
+
+    rule = ties
+    if isinstance(protocol, Scoring):
+        scoring = protocol
+    elif protocol is None:
+        scoring = default_scoring(relevance, measures or ALL)
+    else:
+        from reranklab.data import get_dataset
+
+        name, _, scoring_name = str(protocol).partition(":")
+        dataset = get_dataset(name)
+        scoring = resolve_scoring(dataset, scoring_name or None)
+        rule = official_rule(dataset.name) if ties == "official" else ties
+    if rule not in RULES or rule == "official":
+        raise ConfigError(
+            f"ties {ties!r}: expected one of {list(RULES)} (official needs a dataset)"
+        )
+    scored = untie(run, rule) if rule != "hash" else run
+    result = evaluate_run(scored, qrels, qids, scoring=scoring, tie_seed=tie_seed)
+    frame = pd.DataFrame.from_dict(result["per_query"], orient="index", columns=result["measures"])
+    frame.index.name = "qid"
+    frame.attrs.update(
+        aggregate=result["aggregate"],
+        scoring=result["scoring"],
+        excluded=result["excluded"],
+        ties=result["ties"],
+    )
+    return frame

@@ -259,17 +259,47 @@ def paired(
     )
 
 
-def _later_epochs(speeds: list[dict[str, Any]]) -> list[float]:
+def _later(speeds: list[dict[str, Any]]) -> list[dict[str, Any]]:
     # BERT-DMN's Table 3 reports a lite model's first epoch apart: reranklab's encode rule does
     # that epoch's encoder pass, so every training epoch of a lite model is a "later" one.
-    later = [s for s in speeds if (s.get("epoch") or 0) >= 2] or speeds
-    return [float(s["batches_per_s"]) for s in later if s.get("batches_per_s")]
+    return [s for s in speeds if (s.get("epoch") or 0) >= 2] or speeds
+
+
+def _throughput(
+    speed_a: list[dict[str, Any]], speed_b: list[dict[str, Any]]
+) -> tuple[str, list[float], list[float]] | str:
+    """What the two models' speeds are compared in: training pairs a second where both epochs
+    recorded them; batches a second only where both took as many steps an epoch (equal batches
+    over the same pairs); else why they cannot be compared."""
+    if all(s.get("pairs_per_s") for s in speed_a + speed_b):
+        return "pairs/s", [s["pairs_per_s"] for s in speed_a], [s["pairs_per_s"] for s in speed_b]
+    steps = {int(s.get("steps") or 0) for s in speed_a + speed_b}
+    if len(steps) == 1:
+        return (
+            "batches/s",
+            [s["batches_per_s"] for s in speed_a],
+            [s["batches_per_s"] for s in speed_b],
+        )
+    a_steps = sorted({int(s.get("steps") or 0) for s in speed_a})
+    b_steps = sorted({int(s.get("steps") or 0) for s in speed_b})
+    return (
+        f"unequal batches ({a_steps} against {b_steps} steps an epoch) and no pairs/s recorded: "
+        "batches a second at different batch sizes are not comparable (re-record the study)"
+    )
 
 
 def ratio(claim: Claim, study: str, a: Mapping, b: Mapping, evidence: Evidence) -> ClaimGrade:
-    speed_a, speed_b = _later_epochs(evidence.speeds(a)), _later_epochs(evidence.speeds(b))
-    if not speed_a or not speed_b:
+    """A's training throughput over B's in their later epochs, per training pair (or per batch
+    where the batches are equal)."""
+    later_a, later_b = _later(evidence.speeds(a)), _later(evidence.speeds(b))
+    later_a = [s for s in later_a if s.get("batches_per_s")]
+    later_b = [s for s in later_b if s.get("batches_per_s")]
+    if not later_a or not later_b:
         return ClaimGrade(claim, study, NOT_RUN, reason="no recorded epoch timings")
+    compared = _throughput(later_a, later_b)
+    if isinstance(compared, str):
+        return ClaimGrade(claim, study, NOT_RUN, reason=compared)
+    unit, speed_a, speed_b = compared
     ratio = fmean(speed_a) / fmean(speed_b)
     if ratio >= claim.at_least:
         status = CONFIRMED
@@ -285,6 +315,6 @@ def ratio(claim: Claim, study: str, a: Mapping, b: Mapping, evidence: Evidence) 
         mean_a=fmean(speed_a),
         mean_b=fmean(speed_b),
         effect=ratio,
-        test="ratio of mean training batches/s (later epochs)",
+        test=f"ratio of mean training {unit} (later epochs)",
         test_status=status,
     )

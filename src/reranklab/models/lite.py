@@ -69,6 +69,9 @@ class LiteReranker(nn.Module):
         encoder_name: the frozen encoder (``training.encoder``).
         head_options: the head's keyword arguments (e.g. ``hidden``, ``episodes``, ``dropout``).
         encode_batch_size: pairs per forward pass when pairs must be encoded on the fly.
+        pair_pooling: what the head reads as the pair's vector: ``cls`` (the [CLS] vector, the
+            paper's) or ``mean`` (the mean of the pair's word-piece vectors, as a
+            sentence-embedding encoder was trained to be read).
 
     Example:
         >>> model = LiteReranker("linear", 384, variant="bert_lite", max_length=128,
@@ -87,13 +90,18 @@ class LiteReranker(nn.Module):
         encoder_name: str,
         head_options: Mapping[str, Any] | None = None,
         encode_batch_size: int = 64,
+        pair_pooling: str = "cls",
     ) -> None:
         super().__init__()
         if head_kind not in HEADS:
             raise ValueError(f"unknown lite head {head_kind!r} (known: {', '.join(HEADS)})")
         head_cls, fields = HEADS[head_kind]
+        if pair_pooling not in ("cls", "mean"):
+            raise ValueError(f"pair_pooling {pair_pooling!r}: expected cls or mean")
         self.head_kind = head_kind
-        self.fields = fields
+        self.pair_pooling = pair_pooling
+        # The pair's mean vector is cached as its own field and fed to the head as its [CLS].
+        self.fields = fields + (("mean",) if pair_pooling == "mean" else ())
         self.head = head_cls(int(input_size), **dict(head_options or {}))
         self.variant = variant
         self.max_length = int(max_length)
@@ -110,6 +118,9 @@ class LiteReranker(nn.Module):
         """``logit`` ``[B]`` (float32) from cached features."""
         # The head in fp32 even under bf16/fp16 autocast (as the cross-encoder's): a
         # half-precision logit keeps ~3 significant digits and would turn close scores into ties.
+        if self.pair_pooling == "mean":
+            features = {**features, "cls": features["mean"]}
+        features = {k: v for k, v in features.items() if k != "mean"}
         with torch.autocast(device_type=self.device.type, enabled=False):
             inputs = {k: v.float() if v.is_floating_point() else v for k, v in features.items()}
             return self.head(**inputs)
@@ -148,6 +159,7 @@ class LiteReranker(nn.Module):
                 "max_length": self.max_length,
                 "encoder": self.encoder_name,
                 "encoder_frozen": True,
+                "pair_pooling": self.pair_pooling,
             },
         )
         return out
@@ -167,6 +179,7 @@ class LiteReranker(nn.Module):
                 max_length=int(meta["max_length"]),
                 encoder_name=meta["encoder"],
                 head_options=options,
+                pair_pooling=meta.get("pair_pooling", "cls"),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise FormatError(

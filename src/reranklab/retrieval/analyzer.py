@@ -1,4 +1,4 @@
-"""The bm25s backend's analyzer, kept across chunks: words, stop words, stemming, one vocabulary.
+r"""The bm25s backend's analyzer, kept across chunks: words, stop words, stemming, one vocabulary.
 
 Two ways to cut a text into words (``retrieval.tokenizer``):
 

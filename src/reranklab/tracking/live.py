@@ -67,6 +67,7 @@ from reranklab.tracking.tags import MODEL_DIR_TAG, STATS_KEY, TAG_PREFIX, fold_t
 
 log = logging.getLogger(__name__)
 
+STOP_JOIN_S = 10.0  # a stopped job waits this long for its logging thread, then exits
 INTERVAL_S = 10.0  # between two writes (and two system samples): MLflow's own sampling interval
 MODEL_COPY_MAX_BYTES = 64 << 20  # a tiny or lite model is copied; a BERT's weights are linked
 SMALL_FILE_BYTES = 4 << 20  # configs, vocabularies, heads, stats: copied even when linking
@@ -275,7 +276,18 @@ class LiveRun:
     def _end(self, status: str, held: list[int]) -> None:
         if self._thread is not None:
             self._stop.set()
-            self._thread.join()
+            # A job being stopped (a signal held) waits for the logging thread a bounded time:
+            # one stuck creating its run (a store that does not answer) must not keep the
+            # process alive after scancel; the thread is a daemon and dies with the process.
+            self._thread.join(timeout=STOP_JOIN_S if held else None)
+            if self._thread.is_alive():
+                log.warning(
+                    "MLflow: the run's logging thread did not stop within %s s of the signal; "
+                    "leaving it (a run it creates is ended KILLED when the cell's `track` replaces it)",
+                    STOP_JOIN_S,
+                )
+                self._ended = True
+                return
             self._thread = None
         if self.run_id is None:
             self._ended = True

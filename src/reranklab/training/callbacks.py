@@ -226,13 +226,14 @@ class Throughput(LoopCallback):
         self.seconds = 0.0
         self.epoch_speed: list[dict[str, float]] = []
         self._started = self._epoch_started = self._untimed_before = 0.0
-        self._epoch_first_step = 0
+        self._epoch_first_step = self._epoch_first_pairs = 0
 
     def on_train_begin(self, plan: TrainingPlan) -> None:
         self._started = time.perf_counter()
 
     def on_epoch_begin(self, plan: TrainingPlan) -> None:
         self._epoch_started, self._epoch_first_step = time.perf_counter(), plan.state.global_step
+        self._epoch_first_pairs = self.pairs
         self._untimed_before = self.untimed()
 
     def on_step(self, plan: TrainingPlan, step: StepBatch, pairs: int) -> None:
@@ -245,13 +246,18 @@ class Throughput(LoopCallback):
             time.perf_counter() - self._epoch_started - (self.untimed() - self._untimed_before)
         )
         steps = plan.state.global_step - self._epoch_first_step
+        pairs = self.pairs - self._epoch_first_pairs
         if steps:
+            # Pairs a second as well as batches: two models trained at different batch sizes
+            # compare only per pair (a batch of 32 is not a batch of 8).
             self.epoch_speed.append(
                 {
                     "epoch": plan.state.epoch + 1,
                     "steps": steps,
+                    "pairs": pairs,
                     "seconds": seconds,
                     "batches_per_s": steps / seconds if seconds > 0 else None,
+                    "pairs_per_s": pairs / seconds if seconds > 0 else None,
                 }
             )
 

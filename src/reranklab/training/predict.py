@@ -9,19 +9,21 @@ its scores are the raw float64 values a run file of that model holds.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from reranklab.io.trec import rank_order
 from reranklab.models.encoder import select_device
 from reranklab.models.registry import load_model
 from reranklab.training.inference import rerank_with_model
 
 
 class Reranker:
-    """A loaded re-ranker: ``predict`` scores text pairs, ``rank`` orders passages for a query.
+    """A loaded re-ranker: ``predict`` scores text pairs, ``score`` one query's passages,
+    ``rank`` orders them, ``rerank`` re-scores a first-stage run.
 
     Args:
         model: a loaded re-ranker (what :func:`reranklab.models.registry.load_model` returns).
@@ -139,6 +141,69 @@ class Reranker:
         scores = self.predict([(query, passage) for passage in passages], **options)
         order = sorted(range(len(scores)), key=lambda i: -scores[i])
         return [{"corpus_id": i, "score": float(scores[i])} for i in order[:top_k]]
+
+    def score(self, query: str, passages: Sequence[str], **options: Any) -> np.ndarray:
+        """The scores of ``passages`` for ``query``, in their order (:meth:`predict`'s)."""
+        return self.predict([(query, passage) for passage in passages], **options)
+
+    def rerank(
+        self,
+        run: Mapping[str, Mapping[str, float]],
+        queries: Mapping[str, str],
+        corpus: Mapping[str, str],
+        *,
+        depth: int | None = None,
+        batch_size: int = 32,
+        precision: str = "auto",
+        progress: bool = False,
+    ) -> dict[str, dict[str, float]]:
+        """Re-score a first-stage run: each query's top ``depth`` candidates (all by default),
+        ordered by the run's scores with ties in reranklab's seeded order, never by id.
+
+        Args:
+            run: ``{qid: {pid: score}}`` (a TREC run as :func:`reranklab.io.read_run` gives it).
+            queries: ``{qid: text}``.
+            corpus: ``{pid: text}``.
+            depth: candidates re-scored per query.
+
+        Returns:
+            ``{qid: {pid: score}}``: the model's raw scores, as the ``rerank`` step writes them
+            (:func:`reranklab.io.write_run` writes it with full-precision scores).
+
+        Raises:
+            ValueError: a query or passage of the run has no text.
+
+        Example:
+            >>> import tempfile
+            >>> from reranklab.models.reranker import CrossEncoderReranker
+            >>> from reranklab.models.tiny import tiny_encoder
+            >>> saved = CrossEncoderReranker(*tiny_encoder(["who", "me", "you"]), variant="bertlets",
+            ...     num_outputs=1, score="logit", max_length=16).save(tempfile.mkdtemp())
+            >>> run = {"q1": {"p1": 12.0, "p2": 11.0, "p3": 3.0}}
+            >>> out = load(saved, device="cpu").rerank(run, {"q1": "who"},
+            ...     {"p1": "me", "p2": "you", "p3": "me you"}, depth=2)
+            >>> sorted(out["q1"])
+            ['p1', 'p2']
+        """
+        candidates: dict[str, dict[str, float]] = {}
+        for qid, scores in run.items():
+            if qid not in queries:
+                raise ValueError(f"run query {qid!r} has no text in queries")
+            ranked = rank_order(dict(scores), str(qid))[:depth]
+            missing = [pid for pid, _ in ranked if pid not in corpus]
+            if missing:
+                raise ValueError(f"run query {qid!r}: passage {missing[0]!r} has no text in corpus")
+            candidates[str(qid)] = {pid: float(score) for pid, score in ranked}
+        return rerank_with_model(
+            self.model,
+            candidates,
+            list(candidates),
+            queries,
+            corpus,
+            batch_size,
+            progress=progress,
+            precision=precision,
+        )
 
 
 def load(directory: str | Path, device: str | None = "auto") -> Reranker:

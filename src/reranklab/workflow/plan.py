@@ -177,6 +177,20 @@ class StudyPlan:
 
     # -- specs of the data and first-stage steps -------------------------------------------------
 
+    def check_local_files(self) -> None:
+        """Every file a collection of one's own names exists, checked when the workflow loads:
+        a missing one is one line naming its key, not a traceback from a job's input function.
+
+        Raises:
+            ConfigError: ``local.<name>.<key>: no such file <path> ...``.
+        """
+        from reranklab.data import get_dataset
+
+        for dataset in self.datasets:
+            job_fields = getattr(get_dataset(dataset), "job_fields", None)
+            if job_fields:
+                job_fields()
+
     def dataset_spec(self, w: Any) -> str:
         from reranklab.data import get_dataset
 

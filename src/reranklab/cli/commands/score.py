@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 from reranklab.cli._options import DATASET
@@ -20,6 +21,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--dataset",
         default=None,
         help=f"{DATASET}; with --qrels or --prepared only its scoring is used (nothing is fetched)",
+    )
+    parser.add_argument(
+        "--configfile",
+        nargs="+",
+        default=None,
+        metavar="FILE",
+        help="the study's configuration files, for a --dataset that is a collection of one's own "
+        "(local.<name>); default: params.yaml here, if there is one",
     )
     parser.add_argument(
         "--split",
@@ -94,10 +103,41 @@ def _add_ties(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _register_local(args: argparse.Namespace) -> None:
+    """Make ``--dataset`` known when it is a collection of one's own: its ``local.<name>``
+    entry in the study's configuration files (later files win, as Snakemake merges them)."""
+    import yaml
+
+    from reranklab.data import dataset_names, get_dataset
+    from reranklab.errors import ConfigError
+
+    name = args.dataset
+    if not name or name in dataset_names() or name.startswith("irds:"):
+        return
+    files = args.configfile or (["params.yaml"] if Path("params.yaml").is_file() else [])
+    entry = None
+    for file in files:
+        try:
+            document = yaml.safe_load(Path(file).read_text(encoding="utf-8")) or {}
+        except (OSError, yaml.YAMLError) as exc:
+            raise ConfigError(f"--configfile {file}: cannot read it ({exc})") from None
+        entry = (document.get("local") or {}).get(name, entry)
+    if entry is None:
+        shown = ", ".join(files) or "none given, and no params.yaml here"
+        raise ConfigError(
+            f"unknown dataset {name!r}: not a registered one ({', '.join(dataset_names())}), "
+            f"nor irds:<id>, nor a local.{name} entry of the configuration files ({shown}): "
+            "give the files that define it with --configfile"
+        )
+    get_dataset(name, local=entry)
+
+
 def run(args: argparse.Namespace) -> None:
     from reranklab import score
     from reranklab.data import get_dataset
     from reranklab.errors import ConfigError
+
+    _register_local(args)
 
     if args.qrels or args.prepared:
         results, scoring = _own_judgements(args)
@@ -108,8 +148,6 @@ def run(args: argparse.Namespace) -> None:
             "give --dataset and --split (the dataset's own judgements, fetched), or --qrels FILE "
             "or --prepared DIR (a study's own judgements, nothing fetched)"
         )
-    if args.queries_from_run:
-        raise ConfigError("--queries-from-run goes with --qrels or --prepared")
     results = score.score_runs(
         args.dataset,
         args.split,
@@ -120,6 +158,7 @@ def run(args: argparse.Namespace) -> None:
         tie_seed=args.tie_seed,
         ties=args.ties,
         progress=sys.stderr.isatty(),
+        queries_from_run=args.queries_from_run,
     )
     _print(args, results, score.resolve_scoring(get_dataset(args.dataset), args.protocol))
 

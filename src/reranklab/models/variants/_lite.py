@@ -10,8 +10,17 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from reranklab.models.registry import VariantSpec, register_variant
+from reranklab.models.variants._cross_encoder import PairPooling
 from reranklab.settings.training import training_view
 from reranklab.settings.variant import VariantSettings
+
+
+class LiteSettings(VariantSettings):
+    """What every lite variant reads of the frozen encoder: the [CLS] vector (the paper's), or
+    the mean of the pair's word pieces (``pair_pooling: mean``, for a sentence-embedding
+    encoder, whose [CLS] was never trained to stand for the pair)."""
+
+    pair_pooling: PairPooling = None
 
 
 def register_lite_variant(
@@ -36,6 +45,7 @@ def register_lite_variant(
             head_options=head_options(training),
             # A train job's settings leave eval_batch_size out (it changes no model): 64 there.
             encode_batch_size=int(training.get("eval_batch_size", 64)),
+            pair_pooling=settings.from_training(training).pair_pooling or "cls",
         )
 
     return register_variant(

@@ -9,14 +9,13 @@ Defaults: learning rate 1e-3 (only the head is trained), 10% warm-up, margin 0.2
 
 from __future__ import annotations
 
-from reranklab.models.variants._lite import register_lite_variant
+from reranklab.models.variants._lite import LiteSettings, register_lite_variant
 from reranklab.models.variants.dmn import HeadDropout
-from reranklab.settings.variant import VariantSettings
 
 NAME = "bert_lite"
 
 
-class BertLiteSettings(VariantSettings):
+class BertLiteSettings(LiteSettings):
     """BERT-lite trains only its linear head: learning rate 1e-3, margin 0.2, dropout 0.1."""
 
     learning_rate: float = 1e-3

@@ -12,13 +12,13 @@ fine-tuning rate), 10% warm-up, margin 0.2, hidden 256, 4 episodes, dropout 0.1.
 
 from __future__ import annotations
 
-from reranklab.models.variants._lite import register_lite_variant
+from reranklab.models.variants._lite import LiteSettings, register_lite_variant
 from reranklab.models.variants.dmn import DmnHead, head_options
 
 NAME = "dmn_lite"
 
 
-class DmnLiteSettings(DmnHead):
+class DmnLiteSettings(DmnHead, LiteSettings):
     """DMN-lite trains only the randomly initialised head: learning rate 1e-3 (3e-5 is a
     fine-tuning rate), 10% warm-up, margin 0.2; the head is BERT-DMN's."""
 

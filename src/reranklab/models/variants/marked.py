@@ -32,7 +32,7 @@ class MarkedSettings(CrossEncoderSettings):
         32,
         ge=1,
         le=512,
-        description="marker pairs [e_k] [/e_k] added to the tokenizer; the k-th distinct query term is marked only for k <= markers",
+        description="marker pairs `[e_k]` `[/e_k]` added to the tokenizer; the k-th distinct query term is marked only for k <= markers",
     )
     marker_stopwords: str | None = Field(
         "en",

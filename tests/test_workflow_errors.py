@@ -1,0 +1,88 @@
+"""A collection's broken or missing file is one line where a person looks: `validate-config`
+reads the files before any run, a missing file stops the workflow as it loads, and a failed
+job's own error reaches the terminal of a `snakemake` run (the Snakefile's onerror handler,
+reranklab.workflow.failures), not only the job's log."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.conftest import tool_env
+
+pytestmark = pytest.mark.integration
+
+FILES = ("queries.tsv", "passages.jsonl", "qrels.txt", "split.json")
+
+
+def _study(tmp_path: Path) -> Path:
+    """A fresh study folder whose own collection's files are copies in mine/ (broken.yaml)."""
+    study = tmp_path / "study"
+    reranklab = [sys.executable, "-m", "reranklab.cli"]
+    subprocess.run(
+        [*reranklab, "init", str(study)], check=True, env=tool_env(), capture_output=True
+    )
+    (study / "mine").mkdir()
+    for name in FILES:
+        (study / "mine" / name).write_bytes((study / "studies/own-data" / name).read_bytes())
+    config = yaml.safe_load((study / "config/own-data.yaml").read_text())
+    entry = config["local"]["faq"]
+    for key in ("queries", "passages", "qrels", "splits"):
+        entry[key] = entry[key].replace("studies/own-data/", "mine/")
+    (study / "broken.yaml").write_text(yaml.safe_dump(config))
+    return study
+
+
+def _run(study: Path, *command: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        list(command), cwd=study, env=tool_env(), capture_output=True, text=True, timeout=600
+    )
+
+
+def _validate(study: Path) -> subprocess.CompletedProcess:
+    reranklab = [sys.executable, "-m", "reranklab.cli"]
+    return _run(study, *reranklab, "validate-config", "params.yaml", "broken.yaml")
+
+
+def test_a_broken_collection_file_is_one_line_on_the_terminal(tmp_path: Path):
+    study = _study(tmp_path)
+    assert _validate(study).returncode == 0
+    with (study / "mine/queries.tsv").open("a") as queries:
+        queries.write("a line without a tab\n")
+    error = "mine/queries.tsv:31: expected 'query id<TAB>text', found no tab"
+    # validate-config reads the files as prepare does, before any run.
+    checked = _validate(study)
+    assert checked.returncode == 2
+    assert checked.stderr.strip() == f"reranklab validate-config: error: {error}"
+    run = _run(study, "snakemake", "--cores", "1", "--configfile", "broken.yaml")
+    assert run.returncode != 0
+    lines = [line for line in run.stderr.splitlines() if line.startswith("reranklab: rule ")]
+    assert lines == [f"reranklab: rule prepare: reranklab prepare: error: {error}"]
+
+
+def test_a_missing_collection_file_is_one_line_before_any_job(tmp_path: Path):
+    study = _study(tmp_path)
+    (study / "mine/qrels.txt").unlink()
+    expected = "local.faq.qrels: no such file mine/qrels.txt"
+    assert expected in _validate(study).stderr
+    run = _run(study, "snakemake", "-n", "--cores", "1", "--configfile", "broken.yaml")
+    said = run.stdout + run.stderr  # a dry run says it on stdout
+    assert run.returncode != 0 and expected in said
+    assert "InputFunctionException" not in said and "Job stats" not in said
+
+
+def test_an_encoder_train_could_not_load_is_refused_as_the_workflow_loads(tmp_path: Path):
+    study = _study(tmp_path)
+    (study / "encoder.yaml").write_text("training:\n  encoder: ./no-such-model\n")
+    run = _run(
+        study, "snakemake", "-n", "--cores", "1", "--configfile", "broken.yaml", "encoder.yaml"
+    )
+    said = run.stdout + run.stderr
+    assert run.returncode != 0 and "Job stats" not in said
+    assert (
+        "encoder.yaml: key training.encoder: encoder folder ./no-such-model does not exist" in said
+    )
