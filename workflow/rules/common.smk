@@ -33,14 +33,14 @@ def _cores():
 
 
 PLAN = StudyPlan(CFG, cores=_cores())
-# What `reranklab validate-config` checks, as the workflow loads (in the main process only: a
+# What the validate-config command checks, as the workflow loads (in the main process only: a
 # cluster job's own Snakemake need not check again): a collection's missing file and an encoder
 # that train could not load are one line now, before any job (not a traceback, not after download).
 if workflow.is_main_process:
     PLAN.check_local_files()
     from reranklab.preflight import check_encoders
 
-    check_encoders(config, [str(f) for f in _config_files()])
+    check_encoders(config, [str(f) for f in _config_files()], hub_cache=False)
 # The conda environment (used only with --sdm conda): envs/ at the top, named relative to the rule
 # files (workflow/rules/), as Snakemake reads it.
 CONDA_ENV = "../../envs/reranklab.yaml"
