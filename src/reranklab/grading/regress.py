@@ -1,22 +1,8 @@
 """Grade finished studies against the reproduction matrix (``reranklab regress``).
 
-The matrix is data, in YAML files under ``studies/`` (Pyserini's two-click reproductions and
-Anserini's regressions work the same way):
-
-- ``studies/published.yaml`` (``kind: published``): every number the five seed papers print,
-  each with its ``id`` (``<paper>/<table>/<row>/<column>``), the table, row and column as
-  printed, the exact condition of the number and ``cite: papers/<file>:<line>``, the line of
-  the paper's text that holds it (``printed``);
-- ``studies/external.yaml`` (``kind: published``): numbers of other works that a study is
-  graded against (``source:`` instead of ``cite:``, ``verified: false``);
-- ``studies/expected.yaml`` (``kind: expected``): this project's own measured numbers, with the
-  commit and command that measured them.
-
-Each file gives a default absolute ``tolerance`` (published numbers get a wider one than this
-project's own) and a list of ``entries``. An entry names a condition (``study``, ``dataset``,
-``variant``, optionally ``max_length``, ``model`` and ``where``: any other summary-row field
-that must be equal, e.g. ``{epochs: 3}``), a ``measure`` and its ``value``; a per-entry
-``tolerance`` wins over the file's. Nothing condition-specific lives in this code.
+The matrix is data: ``studies/published.yaml``, ``external.yaml`` and ``expected.yaml``, each a
+list of entries naming a condition, a measure, its value and a tolerance (the format is
+described, read and checked in :mod:`reranklab.grading.matrix_file`).
 
 Grading reads the ``rows`` of one or more ``results/summary.json`` (each row carries the study,
 the paper it replicates when the study names one, dataset, variant, max length and, for
