@@ -29,6 +29,7 @@ from reranklab.grading.matrix_file import NOT_COMPARABLE, Entry
 from reranklab.grading.regress import grade_entry
 from reranklab.io import write_json
 from reranklab.report import claims_table
+from tests.helpers_claims import make_claim
 
 REPO = Path(__file__).resolve().parents[1]
 PAPERS_DIR = REPO.parent / "shared" / "papers"
@@ -37,20 +38,7 @@ QIDS = [f"q{i}" for i in range(40)]
 
 
 def _claim(**overrides) -> Claim:
-    raw = {
-        "id": "p/x",
-        "paper": "p",
-        "claim": "A beats B",
-        "source": "stated",
-        "cite": "papers/p.txt:1",
-        "kind": "better",
-        "dataset": "d",
-        "measure": "MAP",
-        "a": "a",
-        "b": "bm25",
-    }
-    raw.update(overrides)
-    return Claim.from_mapping(raw, "test claim")
+    return make_claim(**{**overrides})
 
 
 def _recorded(tmp_path: Path, values: dict[str, list[float]], timings=None, study="p-minilm"):

@@ -28,27 +28,14 @@ from reranklab.grading.claims import grade_claims
 from reranklab.grading.evidence import live_training, load_evidence
 from reranklab.io import write_json
 from reranklab.report.claims_table import describe_evidence, format_markdown, format_text
+from tests.helpers_claims import make_claim
 
 REPO = Path(__file__).resolve().parents[1]
 MINILM = REPO / "studies" / "results" / "minilm-cpu"
 
 
 def _claim(**overrides) -> Claim:
-    raw = {
-        "id": "p/x",
-        "paper": "p",
-        "claim": "A beats B",
-        "source": "stated",
-        "cite": "papers/p.txt:1",
-        "kind": "better",
-        "dataset": "d",
-        "measure": "MAP",
-        "a": "a",
-        "b": "bm25",
-        "seeds": 1,
-    }
-    raw.update(overrides)
-    return Claim.from_mapping(raw, "test claim")
+    return make_claim(**{"seeds": 1, **overrides})
 
 
 def _study(

@@ -20,27 +20,15 @@ from reranklab.grading.power import claim_power
 from reranklab.grading.seed_test import QUERY_BY_SEED, QUERY_MEANS, seed_aware
 from reranklab.grading.significance import correct
 from reranklab.io import write_json
+from tests.helpers_claims import make_claim
 
 SEEDS = ("42", "1", "2")
 
 
 def _claim(**overrides) -> Claim:
-    raw = {
-        "id": "p/x",
-        "paper": "p",
-        "claim": "A beats B",
-        "source": "stated",
-        "cite": "papers/p.txt:1",
-        "kind": "better",
-        "dataset": "d",
-        "measure": "MAP",
-        "a": "a",
-        "b": "bm25",
-        "seeds": 3,
-        "paper_effect": {"value": 0.05, "cite": "papers/p.txt:1"},
-    }
-    raw.update(overrides)
-    return Claim.from_mapping(raw, "test claim")
+    return make_claim(
+        **{"seeds": 3, "paper_effect": {"value": 0.05, "cite": "papers/p.txt:1"}, **overrides}
+    )
 
 
 def _record(tmp_path: Path, first: np.ndarray, cells: dict[str, np.ndarray]) -> Path:
