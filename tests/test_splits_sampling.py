@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from reranklab.errors import ConfigError
+from reranklab.retrieval import first_stage_record, inject_relevant
 from reranklab.sampling import sample_examples
 from reranklab.splits import kfold, make_folds, predefined
 
@@ -114,3 +115,27 @@ def test_positives_among_the_candidates_leave_out_an_answer_the_first_stage_miss
     assert list(retrieved.triplets.itertuples(index=False, name=None)) == [("q1", "a", "n")]
     assert retrieved.stats["dropped_no_positive"] == 1
     assert retrieved.stats["positives_from"] == "candidates"
+
+
+def test_a_planted_answer_is_not_a_positive_among_the_candidates():
+    # Mass et al. plant an answer BM25 missed only to evaluate (papers/mass2019.txt:104): with
+    # positives from the candidates, a training query whose answer was planted has none.
+    bm25 = {"q1": {"a": 3.0, "n": 2.0}, "q2": {"m": 3.0, "o": 2.0}}
+    qrels = {"q1": {"a": 1}, "q2": {"b": 1}}
+    protocol = {"first_stage": "bm25", "depth": 2, "inject_relevant": True}
+    record = first_stage_record(bm25, qrels, ["q1", "q2"], protocol)
+    candidates, injected = inject_relevant(bm25, qrels, depth=2)
+    assert injected == 1 and "b" in candidates["q2"] and record["planted"] == ["q2"]
+    kept = sample_examples(
+        ["q1", "q2"],
+        candidates,
+        qrels,
+        "all",
+        positives_from="candidates",
+        planted=record["planted"],
+    )
+    assert list(kept.triplets.itertuples(index=False, name=None)) == [("q1", "a", "n")]
+    assert kept.stats["dropped_no_positive"] == 1
+    # Judged positives are every judged answer, planted or not: unchanged.
+    judged = sample_examples(["q1", "q2"], candidates, qrels, "all", planted=record["planted"])
+    assert sorted(judged.triplets["pos_pid"]) == ["a", "b"]

@@ -31,6 +31,7 @@ def sample_examples(
     threshold: int = 1,
     seed: int = 42,
     positives_from: str = "judged",
+    planted: Iterable[str] = (),
 ) -> Examples:
     """Sample the point-wise examples and pair-wise triplets of ``qids``.
 
@@ -49,6 +50,10 @@ def sample_examples(
         positives_from: ``judged`` (every judged relevant passage) or ``candidates`` (only
             those among the query's candidates: a re-ranker never sees a passage its first
             stage missed, so a positive it missed teaches "unlike the first stage's picks").
+        planted: queries whose candidates got a planted answer (``inject_relevant``). Their
+            first stage found no answer, so with ``candidates`` they have no positive: the
+            planted one would teach the same cue, and Mass et al. plant answers only to
+            evaluate (papers/mass2019.txt:104).
 
     Example:
         >>> ex = sample_examples(["q"], {"q": {"a": 3, "b": 2, "c": 1}}, {"q": {"a": 1}}, 1, seed=0)
@@ -57,16 +62,21 @@ def sample_examples(
         >>> sample_examples(["q"], {"q": {"b": 2, "c": 1}}, {"q": {"a": 1}}, 1,
         ...     positives_from="candidates").stats["dropped_no_positive"]
         1
+        >>> sample_examples(["q"], {"q": {"a": 2, "c": 1}}, {"q": {"a": 1}}, 1,
+        ...     positives_from="candidates", planted=["q"]).stats["dropped_no_positive"]
+        1
     """
     rng = random.Random(seed)
     point_rows: list[tuple[str, str, int]] = []
     triplet_rows: list[tuple[str, str, str]] = []
     dropped_no_positive = dropped_no_negative = 0
     queries = sorted(set(qids))
+    planted_set = set(planted)
     for qid in queries:
         positives = sorted(pid for pid, grade in qrels.get(qid, {}).items() if grade >= threshold)
         if positives_from == "candidates":
-            positives = [pid for pid in positives if pid in candidates.get(qid, {})]
+            found = {} if qid in planted_set else candidates.get(qid, {})
+            positives = [pid for pid in positives if pid in found]
         positive_set = set(positives)
         negatives = [
             pid for pid, _ in rank_order(candidates.get(qid, {}), qid) if pid not in positive_set

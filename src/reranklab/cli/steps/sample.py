@@ -20,6 +20,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--candidates", required=True, help=CANDIDATES)
     parser.add_argument("--qrels", required=True, help=QRELS)
     parser.add_argument("--folds", required=True, help=FOLDS)
+    parser.add_argument(
+        "--first-stage",
+        help="first_stage.json of the retrieve step: its planted queries give no positive "
+        "when positives are the candidates' (protocol positives: candidates)",
+    )
     parser.add_argument("--out-pointwise", required=True, help="the pointwise.parquet to write")
     parser.add_argument("--out-triplets", required=True, help="the triplets.parquet to write")
     parser.add_argument("--fold", type=int, required=True, help=FOLD)
@@ -27,11 +32,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> None:
-    from reranklab.io import atomic_path, read_folds, read_qrels, read_run
+    from reranklab.io import atomic_path, read_folds, read_json, read_qrels, read_run
     from reranklab.sampling import sample_examples
 
     protocol = args.spec.protocol
     fold = read_folds(args.folds).fold(args.fold)
+    planted = read_json(args.first_stage).get("planted", []) if args.first_stage else []
     examples = sample_examples(
         fold.train,
         read_run(args.candidates),
@@ -40,6 +46,7 @@ def run(args: argparse.Namespace) -> None:
         int(protocol["relevance_threshold"]),
         args.spec.seed + args.fold,
         protocol.get("positives", "judged"),
+        planted,
     )
     with atomic_path(args.out_pointwise) as tmp:
         examples.pointwise.to_parquet(tmp, index=False)
