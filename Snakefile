@@ -69,6 +69,15 @@ rule all:
         STUDY_TARGETS,
 
 
+onstart:
+    # Snakemake's SIGTERM handler takes its scheduler's lock in the main thread, which may hold
+    # it already (a failing job being cleaned up): it then hangs for good. SLURM's walltime and
+    # scancel send SIGTERM. Run the handler in a thread (reranklab.workflow.signals).
+    from reranklab.workflow.signals import defer_sigterm
+
+    defer_sigterm()
+
+
 onerror:
     # Each failed job's one-line error (the file, line or key at fault) where a person looks:
     # the terminal, not only the job's log (reranklab.workflow.failures).

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -405,6 +406,27 @@ def test_the_preamble_says_what_was_graded():
     assert f"insuranceqa ({recorded} test queries)" in text
     assert re.search(r"training 1 epochs, \d+–\d+ optimiser steps per model", text)
     assert "3 seed(s) per cell (the claims ask for 1)" in text and text.endswith(".")
+
+
+def test_the_preamble_counts_each_models_training_questions(tmp_path):
+    if not (MINILM / "mass2019/summary.json").is_file():
+        pytest.skip("no recorded MiniLM study")
+    folder = tmp_path / "mass2019"
+    shutil.copytree(MINILM / "mass2019", folder)
+    training = json.loads((folder / "training.json").read_text())
+    models = [t for records in training.values() for t in records if t.get("fine_tuned", True)]
+    # Records made before the count was kept have none: the sentence says how many have one.
+    for i, record in enumerate(models[:-1]):
+        record["train_queries"] = 380 + i % 2
+    (folder / "training.json").write_text(json.dumps(training))
+    evidence = load_evidence([folder])
+    claim = _claim(paper="mass2019", dataset="insuranceqa", a={"variant": "pointwise"})
+    text = describe_evidence(grade_claims([claim], evidence), evidence)
+    shown = [m for m in models if m is not models[-1]]
+    assert (
+        f"380–381 training questions a model (recorded for {len(shown)} of {len(models)} models)"
+        in text
+    )
 
 
 # -- the schema -----------------------------------------------------------------------------------

@@ -94,3 +94,25 @@ def test_layering_protocol_and_training(tmp_path):
         == schema_defaults()["training"]["margin"]
     )
     assert cell["max_length"] == 64 and cell["seed"] == 42
+
+
+def test_a_yaml_syntax_error_is_one_line_with_file_line_and_column(tmp_path, repo):
+    bad = tmp_path / "broken.yaml"
+    bad.write_text("study: x\ngrid: {variant: [pointwise\n")
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "reranklab.cli",
+            "validate-config",
+            str(repo / "params.yaml"),
+            str(bad),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=repo,
+    )
+    assert out.returncode == 2
+    assert out.stderr.count("\n") == 1, out.stderr
+    assert f"{bad}:3:1: invalid YAML: expected ',' or ']'" in out.stderr
+    assert "while parsing a flow sequence at line 2, column 17" in out.stderr

@@ -21,6 +21,13 @@ RECORDED = sorted(f"{p.parent}/" for p in REPO.glob("studies/results/*/*/summary
 FRONT_PAGE_LINES = 250
 
 
+class _MkdocsLoader(yaml.SafeLoader):
+    """mkdocs.yml as YAML: its ``!ENV`` values (read by mkdocs from the environment) as None."""
+
+
+_MkdocsLoader.add_constructor("!ENV", lambda loader, node: None)
+
+
 def _build(site: Path) -> subprocess.CompletedProcess[str]:
     """`mkdocs build --strict` of the checkout into ``site``, as `make docs` runs it."""
     pytest.importorskip(
@@ -48,7 +55,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_the_site_builds_in_strict_mode_with_every_page(site: Path) -> None:
-    nav = yaml.safe_load((REPO / "mkdocs.yml").read_text(encoding="utf-8"))["nav"]
+    nav = yaml.load((REPO / "mkdocs.yml").read_text(encoding="utf-8"), _MkdocsLoader)["nav"]
 
     def pages(entries: list) -> list[str]:
         found = []
@@ -184,3 +191,38 @@ def test_the_site_start_page_in_chromium(site: Path, tmp_path: Path) -> None:
         page.screenshot(path=str(tmp_path / "site.png"))
         page.get_by_role("link", name="Getting started").first.click()
         page.get_by_role("heading", name="Getting started").first.wait_for(timeout=30_000)
+
+
+def test_the_site_searches_as_a_file_without_a_network(site: Path) -> None:
+    """Opened from disk (file://), as the README says: search finds pages, and no page loads a
+    script from the network (Material's offline plugin would link its web-worker shim from
+    unpkg.com; mkdocs.yml ships it in docs/javascripts/)."""
+    from tests.browser_pages import chromium_path
+
+    pytest.importorskip("playwright.sync_api", reason="the browser tests need playwright")
+    if chromium_path() is None:
+        pytest.skip("no Chromium on PATH: apt-get install chromium (.ci/run installs it)")
+    from tests.browser_pages import VIEWPORT, browser
+
+    remote = [
+        page.relative_to(site)
+        for page in site.rglob("*.html")
+        if re.search(r"<script[^>]+src=\"https?://", page.read_text(encoding="utf-8"))
+    ]
+    assert not remote, f"pages loading a script from the network: {remote[:3]}"
+    with browser() as chromium:
+        page = chromium.new_page(viewport=VIEWPORT)
+        requests: list[str] = []
+        page.on("request", lambda request: requests.append(request.url))
+        page.goto((site / "reference" / "cli.html").resolve().as_uri())
+        box = page.locator("input.md-search__input")
+        box.click()
+        box.press_sequentially("pytrec_eval", delay=50)  # typed, as a reader does
+        meta = page.locator(".md-search-result__meta")
+        meta.filter(has_text="matching document").wait_for(timeout=30_000)
+        assert page.locator("li.md-search-result__item").count() >= 1
+        first = page.locator("li.md-search-result__item a").first.get_attribute("href")
+        assert first and not first.startswith("http")
+    assert all(url.startswith(("file:", "data:", "blob:", "about:")) for url in requests), [
+        u for u in requests if not u.startswith("file:")
+    ][:3]

@@ -13,6 +13,7 @@ import os
 import shutil
 import signal
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -161,13 +162,29 @@ def test_checkpoints_of_other_settings_are_never_resumed(tmp_path):
     assert list_checkpoints(tmp_path) == []
 
 
-def test_one_writer_per_checkpoint_directory(tmp_path):
+def test_one_writer_per_checkpoint_directory(tmp_path, monkeypatch):
+    monkeypatch.setattr(checkpoint, "LOCK_WAIT_S", 0.3)
     first = FileCheckpointer(tmp_path, "fp")
     first.restore(_state())
     with pytest.raises(ReranklabError, match="in use by another training process"):
         FileCheckpointer(tmp_path, "fp").restore(_state())
     first.finished(_state(), tmp_path)
     assert not tmp_path.exists()  # delete_when_done: the checkpoints go once the model is saved
+
+
+def test_a_rerun_waits_for_a_cancelled_writer_to_leave(tmp_path, monkeypatch):
+    # A scancelled job still exiting holds the directory; its rerun waits, then trains alone.
+    monkeypatch.setattr(checkpoint, "LOCK_WAIT_S", 30.0)
+    survivor = FileCheckpointer(tmp_path, "fp", delete_when_done=False)
+    survivor.restore(_state())
+    leaves = threading.Timer(0.5, survivor._release_lock)
+    leaves.start()
+    started = time.monotonic()
+    rerun = FileCheckpointer(tmp_path, "fp")
+    rerun.restore(_state())
+    assert 0.4 < time.monotonic() - started < 30
+    leaves.join()
+    rerun.finished(_state(), tmp_path)
 
 
 def test_fingerprint_covers_settings_and_inputs_not_operational_keys(tmp_path):

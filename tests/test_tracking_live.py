@@ -725,3 +725,57 @@ def test_a_stopped_job_does_not_wait_forever_for_a_stuck_logging_thread(tmp_path
     run._end("FINISHED", held=[signal.SIGTERM])
     assert time.monotonic() - started < 5 and run._ended
     release.set()
+
+
+# The train job as Snakemake (and SLURM) runs it: bash, then python. Its whole process group
+# gets SIGTERM (scancel) at the moment the live run's logging thread starts, and that thread
+# then hangs on a store that does not answer.
+SIGNALLED_AT_THREAD_START = """
+import os, signal, sys, threading
+from reranklab.tracking import live
+
+def create(self):
+    os.killpg(0, signal.SIGTERM)  # the job's whole group, as scancel sends it
+    threading.Event().wait(300)  # a store that does not answer
+
+live.LiveRun._create = create
+from reranklab.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_a_job_signalled_as_its_tracking_thread_starts_leaves_no_process(toy, tmp_path):
+    from reranklab.tracking.live import STOP_JOIN_S
+
+    uri = _store(tmp_path)
+    command = _train_command(toy, uri, 0)
+    job = subprocess.Popen(
+        ["bash", "-c", f'"{sys.executable}" -c "$0" "$@"; echo ended', SIGNALLED_AT_THREAD_START]
+        + command[1:],
+        env=_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    started = time.monotonic()
+    try:
+        output, _ = job.communicate(timeout=WAIT_S)
+    except subprocess.TimeoutExpired:
+        os.killpg(job.pid, signal.SIGKILL)
+        pytest.fail("the signalled job did not end")
+    # Process start and imports, then at most STOP_JOIN_S for the stuck thread: before the
+    # join was bounded for a run ended KILLED too, the job waited out the store (300 s here).
+    assert time.monotonic() - started < 120, output[-2000:]
+    assert job.returncode != 0, output[-2000:]
+    gone = time.monotonic() + STOP_JOIN_S + 10
+    while time.monotonic() < gone:
+        try:
+            os.killpg(job.pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    else:
+        os.killpg(job.pid, signal.SIGKILL)
+        pytest.fail(f"a process of the job outlived it: {output[-2000:]}")
+    assert not (tmp_path / "model0").exists()  # no model from a cancelled job

@@ -81,6 +81,7 @@ def test_train_stats(trained, variant, examples, pairs):
     )
     assert stats["pairs_trained"] == pairs * epochs
     assert stats["distinct_pairs"] == 32
+    assert stats["train_queries"] == len(QIDS)  # every training question kept an example
     assert stats["device"] == "cpu" and stats["pairs_per_s"] > 0
     assert stats["mean_loss"] == pytest.approx(sum(stats["epoch_losses"]) / epochs)
     assert stats["final_loss"] == stats["epoch_losses"][-1]

@@ -86,3 +86,52 @@ def test_an_encoder_train_could_not_load_is_refused_as_the_workflow_loads(tmp_pa
     assert (
         "encoder.yaml: key training.encoder: encoder folder ./no-such-model does not exist" in said
     )
+
+
+def test_a_sigterm_while_a_job_fails_ends_the_run_within_seconds(tmp_path: Path):
+    """As SLURM's walltime or scancel does: SIGTERM to the run's whole process group while a job
+    fails. Snakemake 9's own handler could hang for good here (tests/test_workflow_signals.py);
+    the Snakefile's onstart defers it, and the run ends with nothing left running."""
+    import os
+    import signal
+    import time
+
+    study = _study(tmp_path)
+    with (study / "mine/queries.tsv").open("a") as queries:
+        queries.write("a line without a tab\n")
+    run = subprocess.Popen(
+        ["snakemake", "--cores", "1", "--configfile", "broken.yaml"],
+        cwd=study,
+        env=tool_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    logs = study / "results/logs/prepare"
+    deadline = time.monotonic() + 300
+    while run.poll() is None and not any(logs.glob("*.log")) and time.monotonic() < deadline:
+        time.sleep(0.05)  # until the prepare job runs (onstart has run before it)
+    signalled = time.monotonic()
+    # Several signals, over the job's failure and clean-up, where one used to hang the run.
+    while run.poll() is None and time.monotonic() - signalled < 30:
+        try:
+            os.killpg(run.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            break
+        time.sleep(0.2)
+    try:
+        run.wait(timeout=max(1.0, 30 - (time.monotonic() - signalled)))
+    except subprocess.TimeoutExpired:
+        os.killpg(run.pid, signal.SIGKILL)
+        pytest.fail("snakemake was still alive 30 s after SIGTERM")
+    # Nothing of the run's process group is left (a job's python may take a moment to exit).
+    gone = time.monotonic() + 10
+    while time.monotonic() < gone:
+        try:
+            os.killpg(run.pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    else:
+        os.killpg(run.pid, signal.SIGKILL)
+        pytest.fail("a process of the run was alive 10 s after snakemake ended")

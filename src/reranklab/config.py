@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from reranklab.errors import ConfigError
+from reranklab.errors import ConfigError, yaml_error
 from reranklab.evaluation.protocol import Scoring
 from reranklab.resources import SCHEMA
 from reranklab.settings.base import Section
@@ -162,7 +162,7 @@ def read_config_file(path: str | os.PathLike[str], name: str | None = None) -> d
     except FileNotFoundError:
         raise ConfigError(f"config file {name} does not exist") from None
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{name}: invalid YAML: {exc}") from None
+        raise ConfigError(str(yaml_error(name, exc))) from None
     except UnicodeDecodeError as exc:  # a binary file, or text in another encoding
         raise ConfigError(
             f"{name}: not a UTF-8 text file (byte {exc.object[exc.start]:#04x}: {exc.reason});"

@@ -270,6 +270,40 @@ def run_step(spec: dict[str, Any]) -> dict[str, Any]:
     return {**row, **json.loads(proc.stdout.strip().splitlines()[-1])}
 
 
+def run_command(spec: dict[str, Any]) -> dict[str, Any]:
+    """``reranklab retrieve`` end to end, as the ``retrieve`` rule runs it, in a fresh process:
+    interpreter start, imports, opening the index, the search, the run and its first-stage
+    record written (wall seconds of the whole command, measured from outside it)."""
+    from reranklab.settings.job import RetrieveSpec
+
+    work = Path(spec["run"]).parent
+    qrels = work / "qrels-empty.txt"
+    qrels.write_text("")  # the record's recall needs judgements; none here
+    job = RetrieveSpec(
+        protocol={"first_stage": "bm25", "depth": spec["depth"]}, retrieval=dict(SETTINGS)
+    )
+    out = work / f"command-{spec['passages']}.run"
+    command = [
+        *[sys.executable, "-m", "reranklab.cli", "retrieve"],
+        *["--queries", spec["queries"], "--qrels", str(qrels), "--pool", str(qrels)],
+        *["--index-dir", spec["index"], "--out", str(out)],
+        *["--out-record", str(work / f"command-{spec['passages']}.json")],
+        *["--threads", str(spec["threads"]), "--spec", job.to_json()],
+    ]
+    row = {"passages": spec["passages"], "side": spec["side"], "step": "retrieve (command)"}
+    started = time.perf_counter()
+    proc = subprocess.run(
+        command, capture_output=True, text=True, env={**os.environ, "TQDM_DISABLE": "1"}
+    )
+    wall = round(time.perf_counter() - started, 2)
+    if proc.returncode != 0:
+        tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        return {**row, "failed": f"exit {proc.returncode}: {tail}"}
+    same = out.read_bytes() == Path(spec["run"]).read_bytes()
+    out.unlink()
+    return {**row, "wall_s": wall, "same_run": same}
+
+
 def _same_scores(ours: Path, theirs: Path) -> float:
     """Share of queries whose top-k scores are equal rank by rank (the tie order aside)."""
     from reranklab.io import rank_order, read_run
@@ -325,6 +359,8 @@ def bench_index(
             rows.append(indexed)
             if "failed" not in indexed:
                 rows.append(run_step({**common, "step": "retrieve"}))
+                if side == "reranklab":
+                    rows.append(run_command(common))
         runs = [work_dir / f"{side}-{passages}.run" for side in ("reranklab", "bm25s")]
         if all(run.exists() for run in runs):
             same[str(passages)] = _same_scores(*runs)
@@ -447,6 +483,11 @@ def format_index_report(report: dict[str, Any]) -> str:
     for row in report["rows"]:
         if "failed" in row:
             cells = [f"{row['passages']:,}", row["side"], row["step"], *["-"] * 5, row["failed"]]
+        elif row["step"] == "retrieve (command)":
+            same = "the same run file" if row["same_run"] else "a DIFFERENT run file"
+            note = f"end to end, a fresh process as the rule runs it; {same}"
+            cells = [f"{row['passages']:,}", row["side"], row["step"], f"{row['wall_s']:.1f}"]
+            cells += ["", "", "", "", note]
         else:
             qps = (
                 f"{report['queries'] / row['search_s']:,.0f}"

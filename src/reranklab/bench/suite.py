@@ -40,7 +40,7 @@ import yaml
 
 from reranklab.bench.quiet import stdout_to_stderr
 from reranklab.bench.settings import BenchSettings
-from reranklab.errors import ConfigError
+from reranklab.errors import ConfigError, yaml_error
 from reranklab.io import markers
 
 log = logging.getLogger(__name__)
@@ -74,8 +74,10 @@ def load_suite(path: Path) -> dict[str, Any]:
     """
     try:
         suite = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as error:
+    except OSError as error:
         raise ConfigError(f"{path}: {error}") from None
+    except yaml.YAMLError as error:
+        raise ConfigError(str(yaml_error(path, error))) from None
     if not isinstance(suite, dict) or not isinstance(suite.get("runs"), list) or not suite["runs"]:
         raise ConfigError(f"{path}: a suite needs a non-empty 'runs' list")
     if not re.fullmatch(r"[a-z0-9_-]+", str(suite.get("name", ""))):

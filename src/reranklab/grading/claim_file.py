@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 import yaml
 
-from reranklab.errors import FormatError
+from reranklab.errors import FormatError, yaml_error
 from reranklab.grading.matrix_file import MEASURES, Entry, load_matrix
 
 KINDS = ("better", "no_worse", "equal", "ratio")
@@ -309,7 +309,7 @@ def load_claims(
     except FileNotFoundError:
         raise FormatError(path, None, "claims file does not exist") from None
     except yaml.YAMLError as exc:
-        raise FormatError(path, None, f"invalid YAML: {exc}") from None
+        raise yaml_error(path, exc) from None
     if not isinstance(document, Mapping) or document.get("kind") != "claims":
         raise FormatError(path, None, "expected a mapping with kind: claims and claims: [...]")
     claims, seen = [], set()

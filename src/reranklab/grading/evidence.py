@@ -192,6 +192,7 @@ def live_training(metrics_path: Path) -> list[dict[str, Any]]:
                 "fine_tuned": stats.get("fine_tuned", True),
                 "steps": stats.get("steps"),
                 "epochs": stats.get("epochs"),
+                "train_queries": stats.get("train_queries"),
                 "loss_start": start,
                 "loss_end": end,
                 # Kept so that a recorded study's check can be recomputed (LOSS_WINDOW).

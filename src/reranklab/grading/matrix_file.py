@@ -33,7 +33,7 @@ from typing import Any
 
 import yaml
 
-from reranklab.errors import FormatError
+from reranklab.errors import FormatError, yaml_error
 from reranklab.evaluation.measures import BY_NAME, NAMES
 
 OK, FAIL, NOT_RUN = "OK", "FAIL", "NOT RUN"
@@ -296,7 +296,7 @@ def load_matrix(path: str | os.PathLike[str]) -> list[Entry]:
     except FileNotFoundError:
         raise FormatError(path, None, "matrix file does not exist") from None
     except yaml.YAMLError as exc:
-        raise FormatError(path, None, f"invalid YAML: {exc}") from None
+        raise yaml_error(path, exc) from None
     if not isinstance(document, Mapping):
         raise FormatError(path, None, f"expected a mapping with keys {', '.join(FILE_KEYS)}")
     for key in document:

@@ -276,6 +276,7 @@ def describe_evidence(grades: Sequence[ClaimGrade], evidence: Evidence) -> str:
     if epochs or steps:
         training = [_span(epochs, "epochs")] if epochs else []
         training += [_span(steps, "optimiser steps per model")] if steps else []
+        training += _train_questions(trained, evidence)
         parts.append("training " + ", ".join(training))
     if seeds:
         parts.append(
@@ -345,3 +346,19 @@ def _steps(rows: Sequence[Mapping[str, Any]], evidence: Evidence) -> list[int]:
             found = [s for s in by_model.values() if s]
         steps += found
     return steps
+
+
+def _train_questions(rows: Sequence[Mapping[str, Any]], evidence: Evidence) -> list[str]:
+    """``400–3000 training questions a model (recorded for 12 of 24 models)``: the distinct
+    questions of each model's examples, as its training record gives them (records made before
+    they were kept have none)."""
+    records = [
+        t for row in rows for t in evidence.trainings(row) or [] if t.get("fine_tuned", True)
+    ]
+    known = [int(t["train_queries"]) for t in records if t.get("train_queries")]
+    if not known:
+        return []
+    text = _span(known, "training questions a model")
+    if len(known) < len(records):
+        text += f" (recorded for {len(known)} of {len(records)} models)"
+    return [text]

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import shutil
 import time
@@ -45,6 +46,8 @@ from reranklab.retrieval.streamed_index import (
     read_terms,
 )
 
+log = logging.getLogger("reranklab")
+
 SETTINGS_FILE = "reranklab.json"
 INDEX_FORMAT = 2  # 1: bm25s' own save + pids.json, built from an in-memory {pid: text}
 CHUNK = 100_000  # passages tokenised at once while indexing
@@ -52,6 +55,9 @@ QUERY_BATCH = 2_048  # queries scored at once (one numba call, parallel over its
 # Below this many (query x passage) scores, bm25s' numpy backend finishes before numba's kernels
 # compile (~3 s serial, ~8 s parallel): ~26 CPU ms per query per million passages.
 NUMBA_FROM = 300_000_000
+# The index step caches numba's kernels for an index that a retrieve of this many queries would
+# search with numba (reranklab.retrieval.numba_cache).
+WARM_QUERIES = 1_000
 
 
 def available_cores() -> int:
@@ -120,7 +126,24 @@ class Bm25sRetriever(Retriever):
         atomic_write_text(staging / SETTINGS_FILE, json.dumps(stats, indent=2, sort_keys=True))
         shutil.rmtree(index_dir, ignore_errors=True)
         staging.rename(index_dir)
+        self._warm(index_dir, int(stats["passages"]))
         return stats
+
+    def _warm(self, index_dir: Path, passages: int) -> None:
+        """Compile bm25s' numba kernels into numba's disk cache now, for an index its retrieve
+        jobs will search with numba (reranklab.retrieval.numba_cache): they load them instead.
+        Best effort: a kernel that cannot be cached is compiled by the retrieve job."""
+        if choose_scorer(self.scorer, queries=WARM_QUERIES, passages=passages) != "numba":
+            return
+        from reranklab.retrieval.numba_cache import warm_kernels
+
+        started = time.perf_counter()
+        try:
+            warm_kernels(self._open(index_dir, WARM_QUERIES)[0])
+        except Exception as exc:  # never fail an index over a cache
+            log.warning("bm25s' numba kernels not cached (%s): retrieve compiles them", exc)
+            return
+        log.info("bm25s' numba kernels cached in %.1f s", time.perf_counter() - started)
 
     def _open(self, index_dir: Path, queries: int):
         """(bm25s model memory-mapped, its vocabulary, pids memory-mapped) of a built index."""
@@ -140,6 +163,10 @@ class Bm25sRetriever(Retriever):
                 f"{INDEX_FORMAT}: rebuild it with `reranklab index`"
             )
         scorer = choose_scorer(self.scorer, queries, int(stats["passages"]))
+        if scorer == "numba":
+            from reranklab.retrieval.numba_cache import use_cached_kernels
+
+            use_cached_kernels()  # load the kernels compiled before, not compile them again
         terms = index_dir / TERMS_FILE
         model = bm25s.BM25.load(
             str(index_dir),

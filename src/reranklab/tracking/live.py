@@ -276,10 +276,12 @@ class LiveRun:
     def _end(self, status: str, held: list[int]) -> None:
         if self._thread is not None:
             self._stop.set()
-            # A job being stopped (a signal held) waits for the logging thread a bounded time:
-            # one stuck creating its run (a store that does not answer) must not keep the
-            # process alive after scancel; the thread is a daemon and dies with the process.
-            self._thread.join(timeout=STOP_JOIN_S if held else None)
+            # A job being stopped waits for the logging thread a bounded time: one stuck
+            # creating its run (a store that does not answer) must not keep the process alive
+            # after scancel; the thread is a daemon and dies with the process. Stopped means a
+            # signal held back now, or one that came before and unwound the job (KILLED).
+            stopping = bool(held) or status == "KILLED"
+            self._thread.join(timeout=STOP_JOIN_S if stopping else None)
             if self._thread.is_alive():
                 log.warning(
                     "MLflow: the run's logging thread did not stop within %s s of the signal; "

@@ -79,6 +79,10 @@ MANIFEST_FILE = "manifest.json"
 DIGESTS_FILE = "digests.json"
 PREFIX = "step-"
 LOCK_FILE = ".lock"
+# A cancelled job (scancel, walltime) may still be exiting when its rerun starts: its tracking
+# thread is joined for at most reranklab.tracking.live.STOP_JOIN_S. The rerun waits this long
+# for it to let the directory go, then refuses; it never trains beside it.
+LOCK_WAIT_S = 60.0
 # Settings that change how a job runs, not the model it trains: they may differ on resume.
 # (``threads`` does change the model in deterministic mode: then its pinned count is kept.)
 # Flagged in the settings model (reranklab.settings.training), as the train rule's are.
@@ -808,14 +812,23 @@ class FileCheckpointer:
         if self._lock is not None:
             return
         self.directory.mkdir(parents=True, exist_ok=True)
-        # Non-blocking: a second writer is refused at once, never left waiting for the first.
         lock = FileLock(self.directory / LOCK_FILE)
         try:
             lock.acquire(blocking=False)
         except Timeout:
-            raise ReranklabError(
-                f"checkpoint directory {self.directory} is in use by another training process"
-            ) from None
+            log.info(
+                "checkpoint directory %s is in use: waiting up to %.0f s for the other training"
+                " process (a cancelled job still exiting?) to leave it",
+                self.directory,
+                LOCK_WAIT_S,
+            )
+            try:
+                lock.acquire(timeout=LOCK_WAIT_S)
+            except Timeout:
+                raise ReranklabError(
+                    f"checkpoint directory {self.directory} is in use by another training "
+                    f"process (still, after {LOCK_WAIT_S:.0f} s)"
+                ) from None
         self._lock = lock
 
     def _release_lock(self) -> None:

@@ -218,6 +218,8 @@ class TrainingPlan:
         counted_dev: the dev queries the dev scoring counts.
         cache: the feature-cache scope the pairs were tokenised in (its hit/miss counts).
         tokenize_seconds: seconds spent tokenising (and setting up the dev scoring).
+        train_queries: the distinct training questions among the examples (a query the sampling
+            dropped, having no positive or no negative, is not one).
     """
 
     spec: VariantSpec
@@ -241,6 +243,7 @@ class TrainingPlan:
     counted_dev: list[str] = field(default_factory=list)
     cache: CacheScope | None = None
     tokenize_seconds: float = 0.0
+    train_queries: int = 0
 
     @property
     def steps_per_epoch(self) -> int:
@@ -517,4 +520,5 @@ def build_plan(
         counted_dev=counted_dev,
         cache=cache,
         tokenize_seconds=tokenize_seconds,
+        train_queries=len(set(columns["qid"])),
     )

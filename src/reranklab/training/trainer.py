@@ -172,6 +172,7 @@ def _stats(
         "max_length": plan.max_length,
         "seed": plan.seed,
         "examples": len(plan.collate),
+        "train_queries": plan.train_queries,
         "distinct_pairs": len(features),
         **features.summary(),
         "epochs": plan.epochs,

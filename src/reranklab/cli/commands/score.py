@@ -109,7 +109,7 @@ def _register_local(args: argparse.Namespace) -> None:
     import yaml
 
     from reranklab.data import dataset_names, get_dataset
-    from reranklab.errors import ConfigError
+    from reranklab.errors import ConfigError, yaml_error
 
     name = args.dataset
     if not name or name in dataset_names() or name.startswith("irds:"):
@@ -119,8 +119,10 @@ def _register_local(args: argparse.Namespace) -> None:
     for file in files:
         try:
             document = yaml.safe_load(Path(file).read_text(encoding="utf-8")) or {}
-        except (OSError, yaml.YAMLError) as exc:
+        except OSError as exc:
             raise ConfigError(f"--configfile {file}: cannot read it ({exc})") from None
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"--configfile {yaml_error(file, exc)}") from None
         entry = (document.get("local") or {}).get(name, entry)
     if entry is None:
         shown = ", ".join(files) or "none given, and no params.yaml here"
