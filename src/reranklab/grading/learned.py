@@ -9,8 +9,11 @@ a random ordering of its candidates. For each trained row, on one measure (MAP b
 - its value (each query's mean over the seeds) against its first stage's on the same queries,
   leaving out the questions given a planted answer (``inject_relevant``): there the first stage
   ranks the planted answer last by construction, so any re-ranker gains on them, and a win that
-  rests on them is not a win over the first stage's own candidates. A one-sided paired t-test,
-  Holm-corrected over the study's trained rows;
+  rests on them is not a win over the first stage's own candidates. A one-sided test whose
+  variance holds the seeds as well as the queries (:func:`reranklab.grading.seed_test.seed_aware`,
+  as the claims use: every seed's per-query values where recorded, else each seed's overall
+  value with the query means, else the query means alone), Holm-corrected over the study's
+  trained rows;
 - against each query's expected value under a random ordering of its candidates (recorded by
   the evaluation), tested and corrected alike;
 - each seed's value against the first stage's on the same queries (from each seed's per-query
@@ -48,7 +51,8 @@ import numpy as np
 
 from reranklab.grading.evidence import Evidence
 from reranklab.grading.learning import fine_tuned, loss_means
-from reranklab.grading.significance import correct, one_sided_t
+from reranklab.grading.seed_test import SeedTest, seed_aware
+from reranklab.grading.significance import correct
 
 MEASURE = "MAP"
 ALPHA = 0.05
@@ -101,6 +105,7 @@ class Learned:
     p_first: float | None = None
     p_random: float | None = None
     verdict: str = NOT_RECORDED
+    test: str | None = None  # what p_first rests on (reranklab.grading.seed_test's methods)
     bar: str = FIRST_STAGE_BAR
     clears_bar: bool = False
 
@@ -176,22 +181,53 @@ def _check(
         return replace(learned, planted=len(cell) - len(queries))
     xs = np.array([cell[q] for q in queries])
     fs = np.array([first[q] for q in queries])
+    seeds = _seed_values(row, evidence, measure, queries, bool(planted))
+    against_first = _test(row, evidence, measure, queries, fs, xs, seeds)
     learned = replace(
         learned,
         value=float(xs.mean()),
         first_value=float(fs.mean()),
-        seeds=_seed_values(row, evidence, measure, queries, bool(planted)),
+        seeds=seeds,
         n=len(queries),
         planted=None if planted is None else len(cell) - len(queries),
-        p_first=one_sided_t(xs - fs, 0.0, "greater"),
+        p_first=against_first.p(0.0, "greater"),
+        test=against_first.method,
     )
     random = _values(evidence.random_order(row), measure)
     if set(queries) <= set(random):
         rs = np.array([random[q] for q in queries])
+        against_random = _test(row, evidence, measure, queries, rs, xs, seeds)
         learned = replace(
-            learned, random_value=float(rs.mean()), p_random=one_sided_t(xs - rs, 0.0, "greater")
+            learned,
+            random_value=float(rs.mean()),
+            p_random=against_random.p(0.0, "greater"),
         )
     return learned
+
+
+def _test(
+    row: Mapping[str, Any],
+    evidence: Evidence,
+    measure: str,
+    queries: list[str],
+    baseline: np.ndarray,
+    means: np.ndarray,
+    seeds: Mapping[str, float],
+) -> SeedTest:
+    """The cell against a baseline of one value a query (a first stage, a random order): every
+    seed's per-query differences where recorded, else the query means with each seed's overall
+    effect (conservative), else the query means alone."""
+    complete = [
+        [float(values[q][measure]) for q in queries]
+        for values in evidence.seed_queries(row).values()
+        if all((values.get(q) or {}).get(measure) is not None for q in queries)
+    ]
+    if len(complete) >= 2:
+        return seed_aware(np.array(complete) - baseline[None, :])
+    effects = np.array([value - float(baseline.mean()) for value in seeds.values()])
+    return seed_aware(
+        query_diffs=means - baseline, seed_effects=effects if len(effects) >= 2 else None
+    )
 
 
 def _seed_values(

@@ -46,8 +46,10 @@ def format_markdown(checked: Sequence[Learned], measure: str = MEASURE) -> str:
     tally = ", ".join(f"{n} {verdict}" for verdict, n in counts(checked).items() if n)
     cleared = sum(c.clears_bar for c in checked)
     lines = [
-        f"{len(checked)} trained cells: {tally} ({measure}; p one-sided, Holm-corrected over each "
-        "study's trained cells; seeds: how many are above the first stage, and each one's value).",
+        f"{len(checked)} trained cells: {tally} ({measure}; p one-sided, its variance holding the "
+        "seeds' spread as well as the queries' (the claims' seed-aware test), Holm-corrected over "
+        "each study's trained cells; seeds: how many are above the first stage, and each one's "
+        "value).",
         "Every comparison with the first stage leaves out the questions given a planted answer "
         "(column planted: how many; – where the study did not record which): the first stage "
         "ranks a planted answer last, so a win on them is no win over its candidates.",
