@@ -39,3 +39,15 @@ def test_the_studies_page_gives_each_recorded_studys_time():
         study = provenance.parent.name
         minutes = round(json.loads(provenance.read_text())["wall_seconds"] / 60)
         assert table.get(study) == minutes, (study, table.get(study), minutes)
+
+
+def test_the_own_data_page_shows_the_shipped_config():
+    """Copied alone, the entry the page shows must run as the shipped one does (offline, MiniLM),
+    not a BERT-base grid that fails without a network."""
+    import yaml
+
+    page = (REPO / "docs/own-data.md").read_text(encoding="utf-8")
+    shown = re.search(r"Its entry.*?```yaml\n(.*?)```", page, flags=re.S)
+    assert shown, "docs/own-data.md: no YAML block after 'Its entry'"
+    shipped = yaml.safe_load((REPO / "config/own-data.yaml").read_text(encoding="utf-8"))
+    assert yaml.safe_load(shown.group(1)) == shipped
