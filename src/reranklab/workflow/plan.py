@@ -311,6 +311,9 @@ class StudyPlan:
         resolved = resolve_variant(self.config, w.variant)
         keep = ("encoder", "device", "eval_batch_size", "threads")
         training = {k: resolved.training[k] for k in keep}
+        # Which vectors the cache holds: a head reading the pair's mean needs it encoded.
+        if resolved.training.get("pair_pooling") is not None:
+            training["pair_pooling"] = resolved.training["pair_pooling"]
         names = resolved.cell_names
         length = self.cell_of(w).max_length
         return ModelSpec(**names, dataset=w.dataset, max_length=length, training=training).to_json()
