@@ -6,8 +6,10 @@ import contextlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -103,6 +105,20 @@ def tool_env() -> dict[str, str]:
     env["HF_HUB_OFFLINE"] = "1"
     env.pop("RERANKLAB_SCHEMA", None)
     return env
+
+
+def assert_group_gone(pgid: int, within_s: float, what: str) -> None:
+    """Wait up to ``within_s`` for every process of group ``pgid`` to exit (a job's python may
+    take a moment); else kill the group and fail, naming ``what`` outlived it."""
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.1)
+    os.killpg(pgid, signal.SIGKILL)
+    pytest.fail(f"a process of the group was alive {within_s:.0f} s after {what}")
 
 
 # -- one finished sample study, shared by the integration tests that only read it ------------------

@@ -8,7 +8,8 @@ from typing import Any
 from reranklab.grading.claim_file import Claim
 
 
-def make_claim(**overrides: Any) -> Claim:
+def claim_mapping(**overrides: Any) -> dict[str, Any]:
+    """The claim as claims.yaml holds it."""
     raw = {
         "id": "p/x",
         "paper": "p",
@@ -22,4 +23,8 @@ def make_claim(**overrides: Any) -> Claim:
         "b": "bm25",
     }
     raw.update(overrides)
-    return Claim.from_mapping(raw, "test claim")
+    return raw
+
+
+def make_claim(**overrides: Any) -> Claim:
+    return Claim.from_mapping(claim_mapping(**overrides), "test claim")

@@ -29,7 +29,7 @@ from reranklab.grading.matrix_file import NOT_COMPARABLE, Entry
 from reranklab.grading.regress import grade_entry
 from reranklab.io import write_json
 from reranklab.report import claims_table
-from tests.helpers_claims import make_claim
+from tests.helpers_claims import claim_mapping, make_claim
 
 REPO = Path(__file__).resolve().parents[1]
 PAPERS_DIR = REPO.parent / "shared" / "papers"
@@ -371,20 +371,7 @@ def test_regress_prints_both_grades_and_rewrites_the_readme(tmp_path, rng, capsy
         yaml.safe_dump(
             {
                 "kind": "claims",
-                "claims": [
-                    {
-                        "id": "p/x",
-                        "paper": "p",
-                        "claim": "A beats B",
-                        "source": "stated",
-                        "cite": "papers/p.txt:1",
-                        "kind": "better",
-                        "dataset": "d",
-                        "measure": "MAP",
-                        "a": "a",
-                        "b": "bm25",
-                    }
-                ],
+                "claims": [claim_mapping()],
             }
         )
     )

@@ -59,21 +59,20 @@ def test_wrong_type_and_unknown_names(tmp_path, repo):
         load_params([write(tmp_path / "bad3.yaml", {"grid": {"variant": ["nope"]}})])
 
 
-def test_cli_validate_config_reports_the_key(tmp_path, repo):
-    bad = write(tmp_path / "bad.yaml", {"mlflow": {"uri": "x"}})
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "reranklab.cli",
-            "validate-config",
-            str(repo / "params.yaml"),
-            str(bad),
-        ],
+def _validate_config(repo, override) -> subprocess.CompletedProcess:
+    """`reranklab validate-config params.yaml <override>` as a user runs it."""
+    command = [sys.executable, "-m", "reranklab.cli", "validate-config"]
+    return subprocess.run(
+        [*command, str(repo / "params.yaml"), str(override)],
         capture_output=True,
         text=True,
         cwd=repo,
     )
+
+
+def test_cli_validate_config_reports_the_key(tmp_path, repo):
+    bad = write(tmp_path / "bad.yaml", {"mlflow": {"uri": "x"}})
+    out = _validate_config(repo, bad)
     assert out.returncode == 2
     assert "unknown key mlflow.uri" in out.stderr and "bad.yaml" in out.stderr
 
@@ -99,19 +98,7 @@ def test_layering_protocol_and_training(tmp_path):
 def test_a_yaml_syntax_error_is_one_line_with_file_line_and_column(tmp_path, repo):
     bad = tmp_path / "broken.yaml"
     bad.write_text("study: x\ngrid: {variant: [pointwise\n")
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "reranklab.cli",
-            "validate-config",
-            str(repo / "params.yaml"),
-            str(bad),
-        ],
-        capture_output=True,
-        text=True,
-        cwd=repo,
-    )
+    out = _validate_config(repo, bad)
     assert out.returncode == 2
     assert out.stderr.count("\n") == 1, out.stderr
     assert f"{bad}:3:1: invalid YAML: expected ',' or ']'" in out.stderr

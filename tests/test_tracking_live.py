@@ -30,7 +30,7 @@ from reranklab.tracking.mlflow_tracking import ensure_experiment, open_store, tr
 from reranklab.tracking.ui import EXPERIMENT_KIND_TAG, MACHINE_LEARNING_KIND, runs_link
 from reranklab.training.trainer import train_model
 from reranklab.training.validation import DevSet
-from tests.conftest import tool_env
+from tests.conftest import assert_group_gone, tool_env
 from tests.helpers_models import (
     CORPUS,
     QIDS,
@@ -768,14 +768,5 @@ def test_a_job_signalled_as_its_tracking_thread_starts_leaves_no_process(toy, tm
     # join was bounded for a run ended KILLED too, the job waited out the store (300 s here).
     assert time.monotonic() - started < 120, output[-2000:]
     assert job.returncode != 0, output[-2000:]
-    gone = time.monotonic() + STOP_JOIN_S + 10
-    while time.monotonic() < gone:
-        try:
-            os.killpg(job.pid, 0)
-        except ProcessLookupError:
-            break
-        time.sleep(0.1)
-    else:
-        os.killpg(job.pid, signal.SIGKILL)
-        pytest.fail(f"a process of the job outlived it: {output[-2000:]}")
+    assert_group_gone(job.pid, STOP_JOIN_S + 10, f"the job ended: {output[-2000:]}")
     assert not (tmp_path / "model0").exists()  # no model from a cancelled job

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import tool_env
+from tests.conftest import assert_group_gone, tool_env
 
 pytestmark = pytest.mark.integration
 
@@ -124,14 +124,4 @@ def test_a_sigterm_while_a_job_fails_ends_the_run_within_seconds(tmp_path: Path)
     except subprocess.TimeoutExpired:
         os.killpg(run.pid, signal.SIGKILL)
         pytest.fail("snakemake was still alive 30 s after SIGTERM")
-    # Nothing of the run's process group is left (a job's python may take a moment to exit).
-    gone = time.monotonic() + 10
-    while time.monotonic() < gone:
-        try:
-            os.killpg(run.pid, 0)
-        except ProcessLookupError:
-            break
-        time.sleep(0.1)
-    else:
-        os.killpg(run.pid, signal.SIGKILL)
-        pytest.fail("a process of the run was alive 10 s after snakemake ended")
+    assert_group_gone(run.pid, 10, "snakemake ended")  # nothing of the run is left
