@@ -181,8 +181,9 @@ def _check(
         return replace(learned, planted=len(cell) - len(queries))
     xs = np.array([cell[q] for q in queries])
     fs = np.array([first[q] for q in queries])
-    seeds = _seed_values(row, evidence, measure, queries, bool(planted))
-    against_first = _test(row, evidence, measure, queries, fs, xs, seeds)
+    per_seed = _seed_queries(row, evidence, measure, queries)
+    seeds = _seed_values(row, evidence, measure, per_seed, bool(planted))
+    against_first = _test(per_seed, fs, xs, seeds)
     learned = replace(
         learned,
         value=float(xs.mean()),
@@ -196,7 +197,7 @@ def _check(
     random = _values(evidence.random_order(row), measure)
     if set(queries) <= set(random):
         rs = np.array([random[q] for q in queries])
-        against_random = _test(row, evidence, measure, queries, rs, xs, seeds)
+        against_random = _test(per_seed, rs, xs, seeds)
         learned = replace(
             learned,
             random_value=float(rs.mean()),
@@ -205,11 +206,23 @@ def _check(
     return learned
 
 
+def _seed_queries(
+    row: Mapping[str, Any], evidence: Evidence, measure: str, queries: list[str]
+) -> dict[str, np.ndarray] | None:
+    """Each seed's per-query values on ``queries`` (seeds missing one are left out); ``None``
+    for a record that kept no per-seed per-query values."""
+    by_query = evidence.seed_queries(row)
+    if not by_query:
+        return None
+    return {
+        str(seed): np.array([float(values[q][measure]) for q in queries])
+        for seed, values in by_query.items()
+        if all((values.get(q) or {}).get(measure) is not None for q in queries)
+    }
+
+
 def _test(
-    row: Mapping[str, Any],
-    evidence: Evidence,
-    measure: str,
-    queries: list[str],
+    per_seed: Mapping[str, np.ndarray] | None,
     baseline: np.ndarray,
     means: np.ndarray,
     seeds: Mapping[str, float],
@@ -217,13 +230,8 @@ def _test(
     """The cell against a baseline of one value a query (a first stage, a random order): every
     seed's per-query differences where recorded, else the query means with each seed's overall
     effect (conservative), else the query means alone."""
-    complete = [
-        [float(values[q][measure]) for q in queries]
-        for values in evidence.seed_queries(row).values()
-        if all((values.get(q) or {}).get(measure) is not None for q in queries)
-    ]
-    if len(complete) >= 2:
-        return seed_aware(np.array(complete) - baseline[None, :])
+    if per_seed and len(per_seed) >= 2:
+        return seed_aware(np.array(list(per_seed.values())) - baseline[None, :])
     effects = np.array([value - float(baseline.mean()) for value in seeds.values()])
     return seed_aware(
         query_diffs=means - baseline, seed_effects=effects if len(effects) >= 2 else None
@@ -231,17 +239,16 @@ def _test(
 
 
 def _seed_values(
-    row: Mapping[str, Any], evidence: Evidence, measure: str, queries: list[str], planted: bool
+    row: Mapping[str, Any],
+    evidence: Evidence,
+    measure: str,
+    per_seed: Mapping[str, np.ndarray] | None,
+    planted: bool,
 ) -> dict[str, float]:
-    """Each seed's value on ``queries``: from its per-query values, else (a record without them)
+    """Each seed's value on the queries: from its per-query values, else (a record without them)
     its overall value, which holds only when no query was left out."""
-    by_query = evidence.seed_queries(row)
-    if by_query:
-        return {
-            str(seed): float(np.mean([values[q][measure] for q in queries]))
-            for seed, values in by_query.items()
-            if all((values.get(q) or {}).get(measure) is not None for q in queries)
-        }
+    if per_seed is not None:
+        return {seed: float(values.mean()) for seed, values in per_seed.items()}
     if planted:
         return {}
     return {
