@@ -136,13 +136,13 @@ dvc-lock: quickstart
 # are made once), saying why each skipped test skipped; `pytest -n 0` runs in one process.
 test: install
 	$(BIN)/lint-imports
-	$(BIN)/ruff check src tests
-	$(BIN)/ruff format --check src tests
+	$(BIN)/ruff check src tests scripts
+	$(BIN)/ruff format --check src tests scripts
 	$(BIN)/python -m pytest -q -rs -n auto --dist loadfile
 
 lint: install
-	$(BIN)/ruff check src tests
-	$(BIN)/ruff format --check src tests
+	$(BIN)/ruff check src tests scripts
+	$(BIN)/ruff format --check src tests scripts
 	$(BIN)/lint-imports
 
 clean:

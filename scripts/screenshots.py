@@ -75,7 +75,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     with mlflow_ui(args.results / "mlflow.db") as url:
         shown = mlflow_runs_view(url, record["experiment_id"], wanted, args.out / "mlflow-runs.png")
     print(f"MLflow: {sum(shown.values())} of {len(shown)} cell runs visible")
-    print(f"wrote {', '.join(str(args.out / n) for n in sorted(p.name for p in args.out.glob('*.png')))}")
+    print(
+        f"wrote {', '.join(str(args.out / n) for n in sorted(p.name for p in args.out.glob('*.png')))}"
+    )
     return 0
 
 

@@ -34,6 +34,7 @@ from reranklab.evaluation.protocol import Scoring
 from reranklab.resources import SCHEMA
 from reranklab.settings.base import Section
 from reranklab.settings.cell import Cell
+from reranklab.settings.job import ModelSpec
 from reranklab.settings.model import DatasetEntry, study_defaults, validate_study
 from reranklab.settings.model import study_model as _study_model
 from reranklab.settings.sources import (
@@ -45,6 +46,14 @@ from reranklab.settings.sources import (
     protocol_sources,
     training_sources,
     typed_overrides,
+)
+from reranklab.settings.training import NOT_MODEL_KEYS, RUN_OPTION_KEYS
+from reranklab.training.validation import (
+    ValidationSettings,
+    check_measure,
+    setting_key,
+    study_dev_fraction,
+    validation_settings,
 )
 
 if TYPE_CHECKING:
@@ -391,6 +400,85 @@ def resolve_cell(
         "retrieval": full["retrieval"],
         "training": resolved.training,
     }
+
+
+@dataclass(frozen=True)
+class ResolvedCell:
+    """One cell of the grid resolved once (:func:`resolve_cell_settings`): the workflow cuts
+    every job spec of the cell (train, encode, rerank) from it, so no step reads the study
+    config, a protocol or a variant's block again.
+
+    Args:
+        settings: every setting of the cell (:func:`resolve_cell`; what MLflow records).
+        scoring: the dataset's scoring protocol (:func:`resolve_scoring`).
+        validation: the dev selection, checked against the scoring and the split; ``None``
+            when the cell does not select its epoch on dev.
+    """
+
+    settings: dict[str, Any]
+    scoring: Scoring
+    validation: ValidationSettings | None
+
+    @property
+    def names(self) -> dict[str, Any]:
+        """The variant (an alias: and its ``base``) and the max length, as a job spec names them."""
+        return {
+            k: self.settings[k] for k in ("variant", ALIAS_BASE, "max_length") if k in self.settings
+        }
+
+    def _spec(self, training: dict[str, Any], **fields: Any) -> ModelSpec:
+        return ModelSpec(
+            **self.names, dataset=self.settings["dataset"], training=training, **fields
+        )
+
+    def train_spec(self, seed: int) -> ModelSpec:
+        """A train job's: the settings that change the trained model (and, when it validates,
+        the dataset's scoring, for its dev measure)."""
+        training = {k: v for k, v in self.settings["training"].items() if k not in NOT_MODEL_KEYS}
+        scoring = self.scoring.as_dict() if self.validation else None
+        return self._spec(training, seed=seed, scoring=scoring)
+
+    def encode_spec(self) -> ModelSpec:
+        """An encode job's: what changes the frozen features (the encoder, the max length and
+        how they are computed; a head reading the pair's mean needs it encoded)."""
+        training = self.settings["training"]
+        keep = ("encoder", "device", "eval_batch_size", "threads")
+        kept = {k: training[k] for k in keep}
+        if training.get("pair_pooling") is not None:
+            kept["pair_pooling"] = training["pair_pooling"]
+        return self._spec(kept)
+
+    def rerank_spec(self) -> ModelSpec:
+        """A rerank job's: every training setting but the run options."""
+        training = self.settings["training"]
+        return self._spec({k: v for k, v in training.items() if k not in RUN_OPTION_KEYS})
+
+
+def resolve_cell_settings(
+    config: Mapping[str, Any], dataset: str, variant: str, max_length: int
+) -> ResolvedCell:
+    """Resolve one cell of the grid, and check its dev selection before any job runs.
+
+    Raises:
+        ConfigError: the dev measure is not one of the dataset's scoring measures, or the cell
+            selects its epoch on dev on a cross-validated dataset whose folds hold out no dev
+            queries (the key to set is named).
+    """
+    settings = resolve_cell(config, dataset, variant, max_length)
+    scoring = resolve_scoring(config, dataset)
+    validation = validation_settings(settings["training"])
+    if validation is not None:
+        key = setting_key(config, variant, "measure")
+        check_measure(validation, scoring, key)
+        if settings["protocol"]["split"] == "cv" and not study_dev_fraction(config):
+            raise ConfigError(
+                f"{dataset} is split by cross-validation, whose folds have no dev queries, but"
+                f" {variant} selects its epoch on dev ({key}: {validation.measure}, on in its"
+                " paper preset or your config): set training.validation.dev_fraction (e.g. 0.1)"
+                " to hold out part of each training fold, or turn it off with"
+                f" variants.{variant}.validation: null"
+            )
+    return ResolvedCell(settings, scoring, validation)
 
 
 def first_stage_cell(config: Mapping[str, Any], dataset: str) -> dict[str, Any]:

@@ -30,10 +30,11 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from reranklab.config import (
+    ResolvedCell,
     first_stage_cell,
     grid,
     n_folds,
-    resolve_cell,
+    resolve_cell_settings,
     resolve_protocol,
     resolve_scoring,
     resolve_variant,
@@ -44,7 +45,6 @@ from reranklab.settings.cell import Cell, seed_of_part, seed_part
 from reranklab.settings.job import (
     DatasetSpec,
     IndexSpec,
-    ModelSpec,
     RecordSpec,
     RetrieveSpec,
     SampleSpec,
@@ -52,13 +52,8 @@ from reranklab.settings.job import (
     SplitSpec,
     SummarySpec,
 )
-from reranklab.settings.training import NOT_MODEL_KEYS, RUN_OPTION_KEYS, training_view
-from reranklab.training.validation import (
-    check_measure,
-    setting_key,
-    study_dev_fraction,
-    validation_settings,
-)
+from reranklab.settings.training import training_view
+from reranklab.training.validation import study_dev_fraction
 
 SUMMARY = ["results/summary.csv", "results/summary.md", "results/summary.json"]
 SIGNIFICANCE = ["results/significance.csv", "results/significance.md"]
@@ -121,9 +116,9 @@ class StudyPlan:
         self.cores = cores
         self.root = root
         self.seeds = study_seeds(config)
-        # Every input, params and resources function of a model job resolves its cell (about
-        # eight per job, 1 ms each): once per cell instead. The dicts are shared: read only.
-        self._resolve = functools.cache(functools.partial(resolve_cell, config))
+        # Every input, params and resources function of a model job reads its cell (about
+        # eight per job, 1 ms each): resolved once per cell instead. Shared: read only.
+        self._cells = functools.cache(functools.partial(resolve_cell_settings, config))
 
     # -- the study --------------------------------------------------------------------------
 
@@ -166,10 +161,15 @@ class StudyPlan:
         seed = seed_of_part(getattr(w, "seed_dir", ""))
         return Cell(w.dataset, w.variant, int(w.max_length), seed)
 
+    def cell_settings(self, w: Any) -> ResolvedCell:
+        """A job's cell resolved once (:func:`reranklab.config.resolve_cell_settings`): every
+        model job's spec is cut from it."""
+        cell = self.cell_of(w)
+        return self._cells(cell.dataset, cell.variant, int(cell.max_length or 0))
+
     def resolved(self, w: Any) -> dict[str, Any]:
         """The resolved settings of a job's cell (:func:`reranklab.config.resolve_cell`)."""
-        cell = self.cell_of(w)
-        return self._resolve(cell.dataset, cell.variant, int(cell.max_length or 0))
+        return self.cell_settings(w).settings
 
     def training(self, w: Any) -> Any:
         """The typed shared training settings of a job's cell."""
@@ -264,22 +264,9 @@ class StudyPlan:
         )
 
     def validates(self, w: Any) -> bool:
-        """Whether the job selects its epoch on dev; checks here, before any job runs, what can
-        be checked without the folds."""
-        settings = validation_settings(self.resolved(w)["training"])
-        if settings is None:
-            return False
-        key = setting_key(self.config, w.variant, "measure")
-        check_measure(settings, resolve_scoring(self.config, w.dataset), key)
-        if self.protocol(w.dataset)["split"] == "cv" and not study_dev_fraction(self.config):
-            raise ConfigError(
-                f"{w.dataset} is split by cross-validation, whose folds have no dev queries, but"
-                f" {w.variant} selects its epoch on dev ({key}: {settings.measure}, on in its"
-                " paper preset or your config): set training.validation.dev_fraction (e.g. 0.1)"
-                " to hold out part of each training fold, or turn it off with"
-                f" variants.{w.variant}.validation: null"
-            )
-        return True
+        """Whether the job selects its epoch on dev (checked when its cell is resolved, before
+        any job runs)."""
+        return self.cell_settings(w).validation is not None
 
     def dev_inputs(self, w: Any) -> list[str]:
         """What scoring the fold's dev queries needs, for a job that validates; else nothing."""
@@ -293,39 +280,13 @@ class StudyPlan:
         ]
 
     def train_spec(self, w: Any) -> str:
-        """The cell a train job fine-tunes: only the settings that change the trained model
-        (and, when it validates, the dataset's scoring, for its dev measure)."""
-        cell = self.resolved(w)
-        training = {k: v for k, v in cell["training"].items() if k not in NOT_MODEL_KEYS}
-        scoring = resolve_scoring(self.config, w.dataset).as_dict() if self.validates(w) else None
-        return ModelSpec(
-            **self._names(cell),
-            dataset=w.dataset,
-            seed=self.seed_of(w),
-            training=training,
-            scoring=scoring,
-        ).to_json()
+        return self.cell_settings(w).train_spec(self.seed_of(w)).to_json()
 
     def encode_spec(self, w: Any) -> str:
-        """What changes the frozen features: the encoder, the max length and how they are computed."""
-        resolved = resolve_variant(self.config, w.variant)
-        keep = ("encoder", "device", "eval_batch_size", "threads")
-        training = {k: resolved.training[k] for k in keep}
-        # Which vectors the cache holds: a head reading the pair's mean needs it encoded.
-        if resolved.training.get("pair_pooling") is not None:
-            training["pair_pooling"] = resolved.training["pair_pooling"]
-        names = resolved.cell_names
-        length = self.cell_of(w).max_length
-        return ModelSpec(**names, dataset=w.dataset, max_length=length, training=training).to_json()
+        return self.cell_settings(w).encode_spec().to_json()
 
     def rerank_spec(self, w: Any) -> str:
-        cell = self.resolved(w)
-        training = {k: v for k, v in cell["training"].items() if k not in RUN_OPTION_KEYS}
-        return ModelSpec(**self._names(cell), dataset=w.dataset, training=training).to_json()
-
-    @staticmethod
-    def _names(cell: Mapping[str, Any]) -> dict[str, Any]:
-        return {k: cell[k] for k in ("variant", "base", "max_length") if k in cell}
+        return self.cell_settings(w).rerank_spec().to_json()
 
     def gpu_slots_of(self, w: Any) -> int:
         """The ``gpu`` resource of a model job, in slots (``training.gpu_slots`` per GPU): its
@@ -425,7 +386,7 @@ class StudyPlan:
         parsed = Cell.parse(dataset, cell)
         if parsed.is_first_stage:
             return first_stage_cell(self.config, dataset)
-        resolved = self._resolve(dataset, parsed.variant, int(parsed.max_length or 0))
+        resolved = self._cells(dataset, parsed.variant, int(parsed.max_length or 0)).settings
         if not self.seeds:
             return resolved
         # A seed of the seed axis (or, seed None, a multi-seed cell as a whole).
@@ -451,7 +412,7 @@ class StudyPlan:
             return study
         from reranklab.models.registry import cell_spec
 
-        resolved = self._resolve(dataset, variant, max_length)
+        resolved = self._cells(dataset, variant, max_length).settings
         training = resolved["training"]
         # An alias's row names its registered variant, which says what kind of model it is
         # (reranklab.grading.learned holds a cross-encoder to its first stage).
