@@ -30,6 +30,35 @@ TRACKING = "MLflow tracking URI (e.g. sqlite:///results/mlflow.db)"
 EXPERIMENT = "MLflow experiment name (the study's)"
 
 
+# The inputs several steps read, by option name: each is a required path, but --fold (an index).
+INPUTS = {
+    "dataset": DATASET,
+    "examples": EXAMPLES,
+    "candidates": CANDIDATES,
+    "qrels": QRELS,
+    "folds": FOLDS,
+    "queries": QUERIES,
+    "corpus": CORPUS,
+    "fold": FOLD,
+    "tracking-uri": TRACKING,
+    "experiment": EXPERIMENT,
+}
+
+
+def add_inputs(parser: argparse.ArgumentParser, *names: str) -> None:
+    """The required options ``--<name>`` of :data:`INPUTS`, in the order given, with their help.
+
+    Example:
+        >>> parser = argparse.ArgumentParser()
+        >>> add_inputs(parser, "qrels", "fold")
+        >>> parser.parse_args(["--qrels", "q.txt", "--fold", "1"])
+        Namespace(qrels='q.txt', fold=1)
+    """
+    for name in names:
+        kind = {"type": int} if name == "fold" else {}
+        parser.add_argument(f"--{name}", required=True, help=INPUTS[name], **kind)
+
+
 def add_spec(parser: argparse.ArgumentParser, model: type[JobSpec], required: bool = True) -> None:
     """``--spec``: the job's typed spec (:mod:`reranklab.settings.job`), JSON or ``@file.json``.
 

@@ -8,7 +8,7 @@ import json
 import logging
 from pathlib import Path
 
-from reranklab.cli._options import QRELS, add_spec
+from reranklab.cli._options import add_inputs, add_spec
 from reranklab.cli.steps._common import scoring
 from reranklab.settings.job import ScoringSpec
 
@@ -23,7 +23,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--metrics", nargs="+", required=True, help="each fold's metrics JSON, in fold order"
     )
-    parser.add_argument("--qrels", required=True, help=QRELS)
+    add_inputs(parser, "qrels")
     parser.add_argument(
         "--out-run", required=True, help="the cell's run to write (folds concatenated)"
     )

@@ -7,7 +7,7 @@ import argparse
 import logging
 from pathlib import Path
 
-from reranklab.cli._options import DATASET
+from reranklab.cli._options import add_inputs
 
 NAME = "analyze"
 HELP = (
@@ -22,7 +22,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--summary", default="results/summary.json", help="the study's summary.json"
     )
-    parser.add_argument("--dataset", required=True, help=DATASET)
+    add_inputs(parser, "dataset")
     parser.add_argument(
         "--out-dir", required=True, help="folder for the dataset's figures and tables"
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import logging
 
-from reranklab.cli._options import CANDIDATES, FOLD, FOLDS
+from reranklab.cli._options import add_inputs
 
 NAME = "baseline"
 HELP = "the first-stage run of a fold's test queries"
@@ -14,10 +14,9 @@ log = logging.getLogger("reranklab")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--candidates", required=True, help=CANDIDATES)
-    parser.add_argument("--folds", required=True, help=FOLDS)
+    add_inputs(parser, "candidates", "folds")
     parser.add_argument("--out", required=True, help="the run to write (TREC format)")
-    parser.add_argument("--fold", type=int, required=True, help=FOLD)
+    add_inputs(parser, "fold")
     parser.add_argument(
         "--tag", default="first_stage", help="the run's tag column (default: first_stage)"
     )

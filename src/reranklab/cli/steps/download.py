@@ -7,7 +7,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from reranklab.cli._options import CONFIG_MIRROR, DATASET, MIRROR, add_spec
+from reranklab.cli._options import CONFIG_MIRROR, MIRROR, add_inputs, add_spec
 from reranklab.settings.job import DatasetSpec
 
 NAME = "download"
@@ -17,7 +17,7 @@ log = logging.getLogger("reranklab")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--dataset", required=True, help=DATASET)
+    add_inputs(parser, "dataset")
     parser.add_argument(
         "--out-dir", required=True, help="folder for the raw files and manifest.json"
     )

@@ -9,13 +9,8 @@ import logging
 from pathlib import Path
 
 from reranklab.cli._options import (
-    CANDIDATES,
-    CORPUS,
-    EXAMPLES,
-    FOLD,
-    FOLDS,
-    QUERIES,
     add_gpu_lease,
+    add_inputs,
     add_spec,
     add_threads,
     run_options,
@@ -31,13 +26,9 @@ log = logging.getLogger("reranklab")
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_gpu_lease(parser)
-    parser.add_argument("--examples", required=True, help=EXAMPLES)
-    parser.add_argument("--candidates", required=True, help=CANDIDATES)
-    parser.add_argument("--folds", required=True, help=FOLDS)
-    parser.add_argument("--queries", required=True, help=QUERIES)
-    parser.add_argument("--corpus", required=True, help=CORPUS)
+    add_inputs(parser, "examples", "candidates", "folds", "queries", "corpus")
     parser.add_argument("--out-dir", required=True, help="folder for the feature cache")
-    parser.add_argument("--fold", type=int, required=True, help=FOLD)
+    add_inputs(parser, "fold")
     add_threads(parser)
     add_spec(parser, ModelSpec)
 

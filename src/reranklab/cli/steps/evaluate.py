@@ -7,7 +7,7 @@ import argparse
 import json
 import logging
 
-from reranklab.cli._options import FOLD, FOLDS, QRELS, add_spec
+from reranklab.cli._options import add_inputs, add_spec
 from reranklab.cli.steps._common import scoring
 from reranklab.settings.job import ScoringSpec
 
@@ -19,10 +19,9 @@ log = logging.getLogger("reranklab")
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--run", required=True, help="the fold's run (TREC format)")
-    parser.add_argument("--qrels", required=True, help=QRELS)
-    parser.add_argument("--folds", required=True, help=FOLDS)
+    add_inputs(parser, "qrels", "folds")
     parser.add_argument("--out", required=True, help="the metrics JSON to write")
-    parser.add_argument("--fold", type=int, required=True, help=FOLD)
+    add_inputs(parser, "fold")
     add_spec(parser, ScoringSpec)
 
 

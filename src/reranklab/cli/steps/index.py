@@ -6,7 +6,7 @@ import argparse
 import logging
 from pathlib import Path
 
-from reranklab.cli._options import CORPUS, add_spec, add_threads
+from reranklab.cli._options import add_inputs, add_spec, add_threads
 from reranklab.cli.steps._common import retriever
 from reranklab.settings.job import IndexSpec
 
@@ -17,7 +17,7 @@ log = logging.getLogger("reranklab")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--corpus", required=True, help=CORPUS)
+    add_inputs(parser, "corpus")
     parser.add_argument("--out-dir", required=True, help="folder for the index")
     add_threads(parser)
     add_spec(parser, IndexSpec)

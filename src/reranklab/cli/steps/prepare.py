@@ -6,7 +6,7 @@ import argparse
 import json
 import logging
 
-from reranklab.cli._options import DATASET, add_spec
+from reranklab.cli._options import add_inputs, add_spec
 from reranklab.settings.job import DatasetSpec
 
 NAME = "prepare"
@@ -16,7 +16,7 @@ log = logging.getLogger("reranklab")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--dataset", required=True, help=DATASET)
+    add_inputs(parser, "dataset")
     parser.add_argument(
         "--raw-dir", required=True, help="the raw files (the download step's folder)"
     )

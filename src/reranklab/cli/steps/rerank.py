@@ -7,13 +7,9 @@ import logging
 from pathlib import Path
 
 from reranklab.cli._options import (
-    CANDIDATES,
-    CORPUS,
-    FOLD,
-    FOLDS,
     FROZEN,
-    QUERIES,
     add_gpu_lease,
+    add_inputs,
     add_spec,
     add_threads,
     run_options,
@@ -32,12 +28,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--model-dir", required=True, help="the trained model (the train step's folder)"
     )
-    parser.add_argument("--candidates", required=True, help=CANDIDATES)
-    parser.add_argument("--folds", required=True, help=FOLDS)
-    parser.add_argument("--queries", required=True, help=QUERIES)
-    parser.add_argument("--corpus", required=True, help=CORPUS)
+    add_inputs(parser, "candidates", "folds", "queries", "corpus")
     parser.add_argument("--out", required=True, help="the run to write (TREC format, raw scores)")
-    parser.add_argument("--fold", type=int, required=True, help=FOLD)
+    add_inputs(parser, "fold")
     add_threads(parser)
     parser.add_argument("--frozen-features", nargs="*", default=None, help=FROZEN)
     add_spec(parser, ModelSpec)

@@ -7,7 +7,7 @@ import argparse
 import logging
 from pathlib import Path
 
-from reranklab.cli._options import QRELS, QUERIES, add_spec, add_threads
+from reranklab.cli._options import QRELS, add_inputs, add_spec, add_threads
 from reranklab.cli.steps._common import retriever
 from reranklab.errors import ReranklabError
 from reranklab.settings.job import RetrieveSpec
@@ -19,7 +19,7 @@ log = logging.getLogger("reranklab")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--queries", required=True, help=QUERIES)
+    add_inputs(parser, "queries")
     parser.add_argument("--qrels", required=True, help=QRELS + "; for inject_relevant")
     parser.add_argument("--pool", required=True, help="pool.run: the dataset's own candidates")
     parser.add_argument("--out", required=True, help="the candidates run to write (TREC format)")

@@ -7,7 +7,7 @@ import argparse
 import json
 import logging
 
-from reranklab.cli._options import CANDIDATES, FOLD, FOLDS, QRELS, add_spec
+from reranklab.cli._options import add_inputs, add_spec
 from reranklab.settings.job import SampleSpec
 
 NAME = "sample"
@@ -17,9 +17,7 @@ log = logging.getLogger("reranklab")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--candidates", required=True, help=CANDIDATES)
-    parser.add_argument("--qrels", required=True, help=QRELS)
-    parser.add_argument("--folds", required=True, help=FOLDS)
+    add_inputs(parser, "candidates", "qrels", "folds")
     parser.add_argument(
         "--first-stage",
         help="first_stage.json of the retrieve step: its planted queries give no positive "
@@ -27,7 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--out-pointwise", required=True, help="the pointwise.parquet to write")
     parser.add_argument("--out-triplets", required=True, help="the triplets.parquet to write")
-    parser.add_argument("--fold", type=int, required=True, help=FOLD)
+    add_inputs(parser, "fold")
     add_spec(parser, SampleSpec)
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import logging
 
-from reranklab.cli._options import DATASET, QRELS, add_spec
+from reranklab.cli._options import add_inputs, add_spec
 from reranklab.settings.job import SplitSpec
 
 NAME = "split"
@@ -16,8 +16,7 @@ log = logging.getLogger("reranklab")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--dataset", required=True, help=DATASET)
-    parser.add_argument("--qrels", required=True, help=QRELS)
+    add_inputs(parser, "dataset", "qrels")
     parser.add_argument("--split-file", required=True, help="split.json: the dataset's own split")
     parser.add_argument("--out", required=True, help="the folds.json to write")
     add_spec(parser, SplitSpec)

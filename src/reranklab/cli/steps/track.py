@@ -8,7 +8,7 @@ import json
 import logging
 from pathlib import Path
 
-from reranklab.cli._options import EXPERIMENT, TRACKING, add_spec
+from reranklab.cli._options import add_inputs, add_spec
 from reranklab.errors import ReranklabError
 from reranklab.settings.job import RecordSpec
 
@@ -33,8 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--cell-metrics", required=True, help="the cell's metrics JSON (aggregate's)"
     )
-    parser.add_argument("--tracking-uri", required=True, help=TRACKING)
-    parser.add_argument("--experiment", required=True, help=EXPERIMENT)
+    add_inputs(parser, "tracking-uri", "experiment")
     parser.add_argument("--out", required=True, help="mlflow.json to write: the runs' ids")
     add_spec(parser, RecordSpec)
 

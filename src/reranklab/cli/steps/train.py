@@ -12,11 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from reranklab.cli._options import (
-    CORPUS,
-    EXAMPLES,
     FROZEN,
-    QUERIES,
     add_gpu_lease,
+    add_inputs,
     add_spec,
     add_threads,
     run_options,
@@ -33,9 +31,7 @@ log = logging.getLogger("reranklab")
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_gpu_lease(parser)
-    parser.add_argument("--examples", required=True, help=EXAMPLES)
-    parser.add_argument("--queries", required=True, help=QUERIES)
-    parser.add_argument("--corpus", required=True, help=CORPUS)
+    add_inputs(parser, "examples", "queries", "corpus")
     parser.add_argument("--out-dir", required=True, help="folder for the trained model")
     _add_checkpointing(parser)
     add_threads(parser)
