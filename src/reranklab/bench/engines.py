@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from reranklab.bench.inputs import BenchData
+from reranklab.bench.inputs import RerankTask, TrainTask
 from reranklab.bench.settings import BenchSettings
 
 if TYPE_CHECKING:  # numpy and torch load lazily: `reranklab --help` must stay fast
@@ -88,38 +88,28 @@ def build_model(cell: Mapping[str, Any], device: Any) -> Any:
     return model.to(device)
 
 
-def warm_up_scoring(
-    model: Any,
-    cell: Mapping[str, Any],
-    candidates: Mapping[str, Mapping[str, float]],
-    qids: list[str],
-    data: BenchData,
-) -> None:
+def warm_up_scoring(model: Any, task: RerankTask) -> None:
     """One untimed scoring pass of an ``eval_batch_size`` batch padded to max length."""
     import torch
 
     from reranklab.features.batch import to_device
     from reranklab.models.registry import get_variant
 
-    keys = [(q, p) for q in qids for p in candidates[q]][: int(cell["training"]["eval_batch_size"])]
-    index = get_variant(cell["variant"]).featurizer()(
-        model, keys, data.queries, data.corpus, progress=False
+    keys = task.keys()[: int(task.cell["training"]["eval_batch_size"])]
+    index = get_variant(task.cell["variant"]).featurizer()(
+        model, keys, task.data.queries, task.data.corpus, progress=False
     )
     model.eval()
     with torch.inference_mode():
         model.score(
-            to_device(index.batch([index[k] for k in keys], int(cell["max_length"])), model.device)
+            to_device(
+                index.batch([index[k] for k in keys], int(task.cell["max_length"])), model.device
+            )
         )
     _synchronize(model.device)
 
 
-def engine_train(
-    cell: Mapping[str, Any],
-    columns: Mapping[str, list[Any]],
-    data: BenchData,
-    work_dir: Path,
-    progress: bool,
-) -> Measurement:
+def engine_train(task: TrainTask, work_dir: Path) -> Measurement:
     """Train one epoch with the loop ``reranklab train`` runs and time it.
 
     The same :func:`~reranklab.training.plan.build_plan` and
@@ -138,10 +128,12 @@ def engine_train(
 
     work_dir.mkdir(parents=True, exist_ok=True)
     examples = work_dir / "examples.parquet"
-    pq.write_table(pa.table(dict(columns)), examples)
-    plan = build_plan(cell, examples, data.queries, data.corpus, progress=progress)
+    pq.write_table(pa.table(dict(task.columns)), examples)
+    plan = build_plan(
+        task.cell, examples, task.data.queries, task.data.corpus, progress=task.progress
+    )
     speed = Throughput()
-    state = run_loop(plan, [speed, ProgressLog(plan, progress)])
+    state = run_loop(plan, [speed, ProgressLog(plan, task.progress)])
     losses = epoch_losses(state.losses, plan.steps_per_epoch, plan.epochs)
     settings = plan.settings
     return Measurement(
@@ -161,9 +153,7 @@ def engine_train(
     )
 
 
-def baseline_train(
-    cell: Mapping[str, Any], columns: Mapping[str, list[Any]], data: BenchData, progress: bool
-) -> Measurement:
+def baseline_train(task: TrainTask) -> Measurement:
     """The naive loop: shuffled batches, tokenised when they come, padded to max length, fp32, default AdamW.
 
     Its own loop on purpose: it is the yardstick, what a plain PyTorch fine-tuning script does,
@@ -179,31 +169,33 @@ def baseline_train(
     from reranklab.training.plan import linear_schedule
     from reranklab.training.steps import count_tokens
 
-    training = cell["training"]
-    spec = get_variant(cell["variant"])
-    max_length = int(cell["max_length"])
+    training = task.cell["training"]
+    spec = get_variant(task.cell["variant"])
+    max_length = int(task.cell["max_length"])
     device = select_device(str(training["device"]))
     collator = collator_for(spec.example_kind)
     batch_size = int(training["batch_size"])
-    model = build_model(cell, device)
+    model = build_model(task.cell, device)
     loss_fn = spec.loss(model, training)
     optimizer = torch.optim.AdamW(
         model.parameters(),
         lr=float(training["learning_rate"]),
         weight_decay=float(training["weight_decay"]),
     )
-    n = len(columns["qid"])
+    n = len(task.columns["qid"])
     steps = math.ceil(n / batch_size)
     # The engine's schedule, its warm-up from the ratio alone (a naive loop has no absolute one).
     scheduler = linear_schedule(
         optimizer, math.ceil(float(training["warmup_ratio"]) * steps), steps
     )
-    order = np.random.default_rng(int(cell["seed"])).permutation(n)
+    order = np.random.default_rng(int(task.cell["seed"])).permutation(n)
     featurize = spec.featurizer()
 
     def next_batch(rows: np.ndarray) -> Any:
-        sub = {name: [values[i] for i in rows] for name, values in columns.items()}
-        index = featurize(model, collator.pair_keys(sub), data.queries, data.corpus, progress=False)
+        sub = {name: [values[i] for i in rows] for name, values in task.columns.items()}
+        index = featurize(
+            model, collator.pair_keys(sub), task.data.queries, task.data.corpus, progress=False
+        )
         # pad_to_multiple_of=max_length: every batch is max_length wide (no pair is longer).
         return collator.from_columns(sub, index, pad_to_multiple_of=max_length)(
             list(range(len(rows)))
@@ -221,7 +213,7 @@ def baseline_train(
         range(0, n, batch_size),
         desc="baseline train",
         unit="step",
-        disable=not progress,
+        disable=not task.progress,
         mininterval=1.0,
     ):
         rows = order[start : start + batch_size]
@@ -267,14 +259,7 @@ def _compiled_copy(model: Any) -> Any:
     return compiled
 
 
-def engine_rerank(
-    model: Any,
-    cell: Mapping[str, Any],
-    candidates: Mapping[str, Mapping[str, float]],
-    qids: list[str],
-    data: BenchData,
-    progress: bool,
-) -> tuple[Measurement, dict[str, dict[str, float]]]:
+def engine_rerank(model: Any, task: RerankTask) -> tuple[Measurement, dict[str, dict[str, float]]]:
     """Score with :func:`~reranklab.training.inference.rerank_with_model` (tokenisation included)."""
     import numpy as np
 
@@ -285,7 +270,7 @@ def engine_rerank(
     from reranklab.training.precision import resolve_precision
     from reranklab.training.steps import count_tokens
 
-    training = cell["training"]
+    training = task.cell["training"]
     eval_batch_size = int(training["eval_batch_size"])
     if training["compile"]:
         model = _compiled_copy(model)  # the baseline and the peers keep the eager model
@@ -293,21 +278,21 @@ def engine_rerank(
     started = time.perf_counter()
     run = rerank_with_model(
         model,
-        candidates,
-        qids,
-        data.queries,
-        data.corpus,
+        task.candidates,
+        task.qids,
+        task.data.queries,
+        task.data.corpus,
         eval_batch_size,
-        progress=progress,
+        progress=task.progress,
         precision=str(training["precision"]),
         packing=bool(training["packing"]),
     )
     _synchronize(model.device)
     seconds = time.perf_counter() - started
     # Token counts, untimed: the same featurizer, the same length-sorted batches.
-    keys = [(q, p) for q in qids for p in candidates[q]]
-    features = get_variant(cell["variant"]).featurizer()(
-        model, keys, data.queries, data.corpus, progress=False
+    keys = task.keys()
+    features = get_variant(task.cell["variant"]).featurizer()(
+        model, keys, task.data.queries, task.data.corpus, progress=False
     )
     lengths = np.asarray(features.lengths, dtype=np.int64)
     multiple = 8 if model.device.type == "cuda" else 1
@@ -334,12 +319,7 @@ def engine_rerank(
 
 
 def baseline_rerank(
-    model: Any,
-    cell: Mapping[str, Any],
-    candidates: Mapping[str, Mapping[str, float]],
-    qids: list[str],
-    data: BenchData,
-    progress: bool,
+    model: Any, task: RerankTask
 ) -> tuple[Measurement, dict[str, dict[str, float]]]:
     """The naive loop: candidates in order, a training-size batch tokenised and padded to max length, fp32, ``no_grad``."""
     import torch
@@ -349,10 +329,10 @@ def baseline_rerank(
     from reranklab.models.registry import get_variant
     from reranklab.training.steps import count_tokens
 
-    max_length = int(cell["max_length"])
-    batch_size = int(cell["training"]["batch_size"])
-    featurize = get_variant(cell["variant"]).featurizer()
-    keys = [(q, p) for q in qids for p in candidates[q]]
+    max_length = int(task.cell["max_length"])
+    batch_size = int(task.cell["training"]["batch_size"])
+    featurize = get_variant(task.cell["variant"]).featurizer()
+    keys = task.keys()
     run: dict[str, dict[str, float]] = {}
     tokens = padded = 0
     model.eval()
@@ -363,11 +343,11 @@ def baseline_rerank(
             range(0, len(keys), batch_size),
             desc="baseline re-rank",
             unit="batch",
-            disable=not progress,
+            disable=not task.progress,
             mininterval=1.0,
         ):
             chunk = keys[start : start + batch_size]
-            index = featurize(model, chunk, data.queries, data.corpus, progress=False)
+            index = featurize(model, chunk, task.data.queries, task.data.corpus, progress=False)
             inputs = index.batch([index[key] for key in chunk], max_length)
             real, width = count_tokens(inputs)
             scores = model.score(to_device(inputs, model.device)).double().cpu().numpy()

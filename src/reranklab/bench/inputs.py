@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,53 @@ class BenchData:
     qrels: dict[str, dict[str, int]]
     candidates: dict[str, dict[str, float]]
     protocol: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class RerankTask:
+    """What every side of the re-ranking benchmark scores (the engine, the naive loop, the peers).
+
+    Args:
+        cell: the benchmark's cell (:func:`reranklab.bench.engines.bench_cell`).
+        candidates: the first-stage candidates of each query.
+        qids: the queries to score, in order.
+        data: the collection the texts come from.
+        progress: show progress bars.
+    """
+
+    cell: Mapping[str, Any]
+    candidates: Mapping[str, Mapping[str, float]]
+    qids: list[str]
+    data: BenchData
+    progress: bool = False
+
+    def keys(self) -> list[tuple[str, str]]:
+        """Every (query, candidate) pair, query by query, in candidate order."""
+        return [(q, p) for q in self.qids for p in self.candidates[q]]
+
+    def run_of(self, scores: Iterable[float]) -> dict[str, dict[str, float]]:
+        """The run of ``scores`` given in :meth:`keys` order."""
+        run: dict[str, dict[str, float]] = {}
+        for (qid, pid), score in zip(self.keys(), scores, strict=True):
+            run.setdefault(qid, {})[pid] = float(score)
+        return run
+
+
+@dataclass(frozen=True)
+class TrainTask:
+    """What every side of the training benchmark trains on for one epoch.
+
+    Args:
+        cell: the benchmark's cell (:func:`reranklab.bench.engines.bench_cell`).
+        columns: the training examples by column (``qid``, ``pid``, ``label`` or a triplet's).
+        data: the collection the texts come from.
+        progress: show progress bars.
+    """
+
+    cell: Mapping[str, Any]
+    columns: Mapping[str, list[Any]]
+    data: BenchData
+    progress: bool = False
 
 
 def load_bench_data(

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from reranklab.bench.engines import Measurement, _synchronize
-from reranklab.bench.inputs import BenchData
+from reranklab.bench.inputs import BenchData, RerankTask, TrainTask
 from reranklab.errors import ConfigError
 
 PEERS = ("trainer", "crossencoder")
@@ -110,14 +110,7 @@ def _arguments(cls: Any, cell: Mapping[str, Any], out: Path, steps: int, progres
     )
 
 
-def trainer_train(
-    start: Path,
-    cell: Mapping[str, Any],
-    columns: Mapping[str, list[Any]],
-    data: BenchData,
-    work: Path,
-    progress: bool,
-) -> Measurement:
+def trainer_train(start: Path, task: TrainTask, work: Path) -> Measurement:
     """Hugging Face ``Trainer``, one epoch over the point-wise examples."""
     import torch
     from transformers import (
@@ -128,23 +121,23 @@ def trainer_train(
         TrainingArguments,
     )
 
-    max_length = int(cell["max_length"])
-    keys = list(zip(columns["qid"], columns["pid"], strict=True))
-    queries, passages = _texts(keys, data)
+    max_length = int(task.cell["max_length"])
+    keys = list(zip(task.columns["qid"], task.columns["pid"], strict=True))
+    queries, passages = _texts(keys, task.data)
     tokenizer = AutoTokenizer.from_pretrained(start)
     tokenize_started = time.perf_counter()
     encoded = tokenizer(queries, passages, truncation="only_second", max_length=max_length)
     tokenize_seconds = time.perf_counter() - tokenize_started
     rows = [
         {name: encoded[name][i] for name in encoded} | {"labels": [float(label)]}
-        for i, label in enumerate(columns["label"])
+        for i, label in enumerate(task.columns["label"])
     ]
-    torch.manual_seed(int(cell["seed"]))
+    torch.manual_seed(int(task.cell["seed"]))
     model = AutoModelForSequenceClassification.from_pretrained(
         start, num_labels=1, problem_type="multi_label_classification"
     )
-    steps = math.ceil(len(rows) / int(cell["training"]["batch_size"]))
-    args = _arguments(TrainingArguments, cell, work / "trainer", steps, progress)
+    steps = math.ceil(len(rows) / int(task.cell["training"]["batch_size"]))
+    args = _arguments(TrainingArguments, task.cell, work / "trainer", steps, task.progress)
     args.train_sampling_strategy = "group_by_length"
     trainer = Trainer(
         model=model,
@@ -164,14 +157,7 @@ def trainer_train(
     )
 
 
-def crossencoder_train(
-    start: Path,
-    cell: Mapping[str, Any],
-    columns: Mapping[str, list[Any]],
-    data: BenchData,
-    work: Path,
-    progress: bool,
-) -> Measurement:
+def crossencoder_train(start: Path, task: TrainTask, work: Path) -> Measurement:
     """sentence-transformers' ``CrossEncoderTrainer`` with ``BinaryCrossEntropyLoss``."""
     import torch
     from datasets import Dataset
@@ -182,20 +168,22 @@ def crossencoder_train(
     )
     from sentence_transformers.cross_encoder.losses import BinaryCrossEntropyLoss
 
-    keys = list(zip(columns["qid"], columns["pid"], strict=True))
-    queries, passages = _texts(keys, data)
-    torch.manual_seed(int(cell["seed"]))
+    keys = list(zip(task.columns["qid"], task.columns["pid"], strict=True))
+    queries, passages = _texts(keys, task.data)
+    torch.manual_seed(int(task.cell["seed"]))
     model = CrossEncoder(
         str(start),
         num_labels=1,
-        max_length=int(cell["max_length"]),
-        device=_device(cell),
+        max_length=int(task.cell["max_length"]),
+        device=_device(task.cell),
     )
     train = Dataset.from_dict(
-        {"query": queries, "passage": passages, "label": [float(x) for x in columns["label"]]}
+        {"query": queries, "passage": passages, "label": [float(x) for x in task.columns["label"]]}
     )
-    steps = math.ceil(len(keys) / int(cell["training"]["batch_size"]))
-    args = _arguments(CrossEncoderTrainingArguments, cell, work / "crossencoder", steps, progress)
+    steps = math.ceil(len(keys) / int(task.cell["training"]["batch_size"]))
+    args = _arguments(
+        CrossEncoderTrainingArguments, task.cell, work / "crossencoder", steps, task.progress
+    )
     trainer = CrossEncoderTrainer(
         model=model, args=args, train_dataset=train, loss=BinaryCrossEntropyLoss(model)
     )
@@ -207,7 +195,7 @@ def crossencoder_train(
     tokens = sum(
         len(ids)
         for ids in model.tokenizer(
-            queries, passages, truncation="only_second", max_length=int(cell["max_length"])
+            queries, passages, truncation="only_second", max_length=int(task.cell["max_length"])
         )["input_ids"]
     )
     return Measurement(len(keys), seconds, tokens, 0, {"steps": steps})
@@ -227,53 +215,42 @@ def in_order_padding(lengths: list[int], batch_size: int) -> int:
     )
 
 
-def _rerank_keys(
-    candidates: Mapping[str, Mapping[str, float]], qids: list[str]
-) -> list[tuple[str, str]]:
-    return [(q, p) for q in qids for p in candidates[q]]
-
-
 def crossencoder_rerank(
-    start: Path,
-    cell: Mapping[str, Any],
-    candidates: Mapping[str, Mapping[str, float]],
-    qids: list[str],
-    data: BenchData,
-    progress: bool,
+    start: Path, task: RerankTask
 ) -> tuple[Measurement, dict[str, dict[str, float]]]:
     """``CrossEncoder.predict`` (tokenisation included, as its users run it)."""
     import torch
     from sentence_transformers.cross_encoder import CrossEncoder
 
-    model = CrossEncoder(str(start), max_length=int(cell["max_length"]), device=_device(cell))
-    keys = _rerank_keys(candidates, qids)
-    queries, passages = _texts(keys, data)
-    bf16 = uses_bf16(cell)
+    model = CrossEncoder(
+        str(start), max_length=int(task.cell["max_length"]), device=_device(task.cell)
+    )
+    keys = task.keys()
+    queries, passages = _texts(keys, task.data)
+    bf16 = uses_bf16(task.cell)
     _synchronize(model.device)
     started = time.perf_counter()
     with torch.autocast(model.device.type, dtype=torch.bfloat16, enabled=bf16):
         scores = model.predict(
             list(zip(queries, passages, strict=True)),
-            batch_size=int(cell["training"]["eval_batch_size"]),
-            show_progress_bar=progress,
+            batch_size=int(task.cell["training"]["eval_batch_size"]),
+            show_progress_bar=task.progress,
             convert_to_numpy=True,
         )
     _synchronize(model.device)
     seconds = time.perf_counter() - started
-    run: dict[str, dict[str, float]] = {}
-    for (qid, pid), score in zip(keys, scores.tolist(), strict=True):
-        run.setdefault(qid, {})[pid] = float(score)
+    run = task.run_of(scores.tolist())
     lengths = [
         len(ids)
         for ids in model.tokenizer(
-            queries, passages, truncation="only_second", max_length=int(cell["max_length"])
+            queries, passages, truncation="only_second", max_length=int(task.cell["max_length"])
         )["input_ids"]
     ]
     # predict() sorts the pairs by its own length estimate before batching: the same order here.
     pairs = list(zip(queries, passages, strict=True))
     measure = getattr(model, "_input_length", lambda pair: sum(map(len, pair)))
     order = sorted(range(len(pairs)), key=lambda i: -measure(pairs[i]))
-    batch = int(cell["training"]["eval_batch_size"])
+    batch = int(task.cell["training"]["eval_batch_size"])
     measured = Measurement(
         len(keys),
         seconds,
@@ -285,13 +262,7 @@ def crossencoder_rerank(
 
 
 def trainer_rerank(
-    start: Path,
-    cell: Mapping[str, Any],
-    candidates: Mapping[str, Mapping[str, float]],
-    qids: list[str],
-    data: BenchData,
-    work: Path,
-    progress: bool,
+    start: Path, task: RerankTask, work: Path
 ) -> tuple[Measurement, dict[str, dict[str, float]]]:
     """``Trainer.predict`` over the pairs (tokenisation included)."""
     from transformers import (
@@ -306,25 +277,23 @@ def trainer_rerank(
     model = AutoModelForSequenceClassification.from_pretrained(start)
     trainer = Trainer(
         model=model,
-        args=_arguments(TrainingArguments, cell, work / "trainer-predict", 1, progress),
+        args=_arguments(TrainingArguments, task.cell, work / "trainer-predict", 1, task.progress),
         data_collator=DataCollatorWithPadding(tokenizer),
     )
-    keys = _rerank_keys(candidates, qids)
-    queries, passages = _texts(keys, data)
+    keys = task.keys()
+    queries, passages = _texts(keys, task.data)
     _synchronize(model.device)
     started = time.perf_counter()
     encoded = tokenizer(
-        queries, passages, truncation="only_second", max_length=int(cell["max_length"])
+        queries, passages, truncation="only_second", max_length=int(task.cell["max_length"])
     )
     rows = [{name: encoded[name][i] for name in encoded} for i in range(len(keys))]
     logits = trainer.predict(rows).predictions
     _synchronize(model.device)
     seconds = time.perf_counter() - started
-    run: dict[str, dict[str, float]] = {}
-    for (qid, pid), score in zip(keys, logits.reshape(-1).tolist(), strict=True):
-        run.setdefault(qid, {})[pid] = float(score)
+    run = task.run_of(logits.reshape(-1).tolist())
     lengths = [len(ids) for ids in encoded["input_ids"]]
-    batch = int(cell["training"]["eval_batch_size"])
+    batch = int(task.cell["training"]["eval_batch_size"])
     return Measurement(
         len(keys), seconds, sum(lengths), in_order_padding(lengths, batch), {"batch_size": batch}
     ), run

@@ -25,6 +25,8 @@ from reranklab.bench.engines import (
 )
 from reranklab.bench.inputs import (
     BenchData,
+    RerankTask,
+    TrainTask,
     load_bench_data,
     rerank_pairs,
     tile_data,
@@ -118,18 +120,17 @@ def _train_runs(
     example_kind = get_variant(settings.variant).example_kind
     columns = training_examples(data, example_kind, settings.pairs, settings.seed)
     report["examples"] = len(columns["qid"])
+    task = TrainTask(cell, columns, data, progress)
     runs = Runs(peers={name: [] for name in settings.against})
     for repeat in range(settings.repeats):
         log.info("bench train, repeat %d/%d: baseline", repeat + 1, settings.repeats)
-        runs.baseline.append(baseline_train(cell, columns, data, progress))
+        runs.baseline.append(baseline_train(task))
         log.info("bench train, repeat %d/%d: engine", repeat + 1, settings.repeats)
-        runs.engine.append(engine_train(cell, columns, data, work / f"engine{repeat}", progress))
+        runs.engine.append(engine_train(task, work / f"engine{repeat}"))
         for name in settings.against:
             log.info("bench train, repeat %d/%d: %s", repeat + 1, settings.repeats, name)
             train_peer = trainer_train if name == "trainer" else crossencoder_train
-            runs.peers[name].append(
-                train_peer(start, cell, columns, data, work / f"{name}{repeat}", progress)
-            )
+            runs.peers[name].append(train_peer(start, task, work / f"{name}{repeat}"))
             gc.collect()
     return runs
 
@@ -153,25 +154,22 @@ def _rerank_runs(
     """Score with the baseline, the engine and each peer, ``settings.repeats`` times each."""
     candidates, qids = rerank_pairs(data, settings.pairs, settings.seed)
     report["queries"] = len(qids)
-    warm_up_scoring(model, cell, candidates, qids, data)
+    task = RerankTask(cell, candidates, qids, data, progress)
+    warm_up_scoring(model, task)
     runs = Runs(peers={name: [] for name in settings.against})
     for repeat in range(settings.repeats):
         log.info("bench rerank, repeat %d/%d: baseline", repeat + 1, settings.repeats)
-        measured, baseline_run = baseline_rerank(model, cell, candidates, qids, data, progress)
+        measured, baseline_run = baseline_rerank(model, task)
         runs.baseline.append(measured)
         log.info("bench rerank, repeat %d/%d: engine", repeat + 1, settings.repeats)
-        measured, engine_run = engine_rerank(model, cell, candidates, qids, data, progress)
+        measured, engine_run = engine_rerank(model, task)
         runs.engine.append(measured)
         for name in settings.against:
             log.info("bench rerank, repeat %d/%d: %s", repeat + 1, settings.repeats, name)
             if name == "trainer":
-                measured, peer_run = trainer_rerank(
-                    start, cell, candidates, qids, data, work, progress
-                )
+                measured, peer_run = trainer_rerank(start, task, work)
             else:
-                measured, peer_run = crossencoder_rerank(
-                    start, cell, candidates, qids, data, progress
-                )
+                measured, peer_run = crossencoder_rerank(start, task)
             runs.peers[name].append(measured)
             runs.peer_differences[name] = _max_difference(engine_run, peer_run)
     # Same model, same word pieces: the scores must agree (up to padding/precision rounding).
