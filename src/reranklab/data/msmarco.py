@@ -105,8 +105,106 @@ def read_train_sample(
     return queries, {qid: judged.qrels[qid] for qid in queries}, len(judged.qrels)
 
 
+class MsMarcoTrained(StreamingCorpusDataset):
+    """A collection trained on a seeded sample of MS MARCO's judged train queries and tested on
+    topics of its own: what MS MARCO passage and TREC DL share (preparing the topics, the raw
+    files of a split, a split's judgements). A subclass names its test files and reads them.
+    """
+
+    test_files: tuple[str, str]  # the test queries and their qrels
+    no_dev: str  # why there is no dev split (the error of asking for one)
+
+    def read_test(self, raw_dir: Path) -> tuple[dict[str, str], Qrels, dict[str, Any]]:
+        """The test queries, their qrels and the stats the prepared collection reports."""
+        raise NotImplementedError
+
+    def train_grade(self, typed: Any) -> int:
+        """The grade a judged train passage gets (MS MARCO's judgements are binary)."""
+        return 1
+
+    def _train_sample(self, raw_dir: Path, typed: Any) -> tuple[dict[str, str], Qrels, int]:
+        n = count_or_all(typed.train_queries)
+        queries, qrels, available = read_train_sample(raw_dir, n, typed.train_seed, self.name)
+        grade = self.train_grade(typed)
+        return queries, {q: dict.fromkeys(judged, grade) for q, judged in qrels.items()}, available
+
+    def parse_topics(self, raw_dir: Path, options: dict[str, Any]) -> Prepared:
+        """The sampled train queries (see ``options_model``) plus the test topics.
+
+        Options:
+            train_queries: how many judged train queries to sample, or ``"all"``.
+            train_seed: seed of that sample.
+        """
+        typed = self.read_options(options)
+        require_files(raw_dir, [f.name for f in self.files], self.name)
+        train_queries, train_qrels, available = self._train_sample(raw_dir, typed)
+        test_queries, test_qrels, stats = self.read_test(raw_dir)
+        overlap = sorted(train_queries.keys() & test_queries.keys())
+        if overlap:
+            raise FormatError(
+                raw_dir / self.test_files[0],
+                None,
+                f"test queries {overlap[:3]} are also MS MARCO train queries",
+            )
+        return Prepared(
+            corpus={},
+            queries={**train_queries, **test_queries},
+            qrels={**train_qrels, **test_qrels},
+            split={"train": list(train_queries), "dev": [], "test": list(test_queries)},
+            pool=None,
+            extra_stats={"judged_train_queries": available, **stats},
+        )
+
+    def raw_files(
+        self, options: dict[str, Any] | None = None, splits: Collection[str] | None = None
+    ) -> tuple[RawFile, ...]:
+        """Every file; for ``splits``, only their queries and qrels: scoring the test split
+        needs the test topics and qrels, not the 2.9 GB collection.
+
+        Example:
+            >>> [f.name for f in MsMarcoPassage().raw_files({}, ["test"])]
+            ['queries.dev.small.tsv', 'qrels.dev.small.tsv']
+        """
+        if splits is None:
+            return self.files
+        self.check_splits(splits)
+        names = {
+            *((TRAIN_QUERIES, TRAIN_QRELS) if {"train", "all"} & set(splits) else ()),
+            *(self.test_files if {"test", "all"} & set(splits) else ()),
+        }
+        return tuple(spec for spec in self.files if spec.name in names)
+
+    def split_judgements(
+        self, raw_dir: str | Path, split: str, options: dict[str, Any] | None = None
+    ) -> tuple[list[str], Qrels]:
+        """Queries and qrels of one split from its own files (the collection is not needed).
+
+        Example:
+            >>> qids, qrels = MsMarcoPassage().split_judgements("raw/msmarco-passage", "test")  # doctest: +SKIP
+            >>> len(qids)  # doctest: +SKIP
+            6980
+        """
+        merged = {**self.protocol.options, **(options or {})}
+        self.check_splits([split])
+        if split == "dev":
+            raise ConfigError(f"{self.name} has no dev split: {self.no_dev}")
+        raw_dir = Path(raw_dir)
+        require_files(raw_dir, [spec.name for spec in self.raw_files(merged, [split])], self.name)
+        split_ids: dict[str, list[str]] = {}
+        qrels: Qrels = {}
+        if split in ("train", "all"):
+            queries, train_qrels, _ = self._train_sample(raw_dir, self.read_options(merged))
+            split_ids["train"] = list(queries)
+            qrels.update(train_qrels)
+        if split in ("test", "all"):
+            queries, test_qrels, _ = self.read_test(raw_dir)
+            split_ids["test"] = list(queries)
+            qrels.update(test_qrels)
+        return self._split_of(split_ids, qrels, split)
+
+
 @register_dataset
-class MsMarcoPassage(StreamingCorpusDataset):
+class MsMarcoPassage(MsMarcoTrained):
     """MS MARCO passage ranking: BM25 top-1000, MRR@10 on dev small."""
 
     name = "msmarco-passage"
@@ -147,90 +245,17 @@ class MsMarcoPassage(StreamingCorpusDataset):
         ),
     )
 
-    def parse_topics(self, raw_dir: Path, options: dict[str, Any]) -> Prepared:
-        """Dev-small queries and qrels plus the sampled train queries (see the module docstring).
+    test_files = (DEV_QUERIES, DEV_QRELS)
+    no_dev = "its test split is MS MARCO's dev small (6,980 queries)"
 
-        Options:
-            train_queries: how many judged train queries to sample, or ``"all"``.
-            train_seed: seed of that sample.
-        """
-        typed = self.read_options(options)
-        require_files(raw_dir, [f.name for f in self.files], self.name)
-        n = count_or_all(typed.train_queries)
-        train_queries, train_qrels, available = read_train_sample(
-            raw_dir, n, typed.train_seed, self.name
-        )
+    def read_test(self, raw_dir: Path) -> tuple[dict[str, str], Qrels, dict[str, Any]]:
+        """Dev small: its queries (a query without judgements counts 0) and their qrels."""
         dev = read_trec_qrels(raw_dir / DEV_QRELS, grades=(1,))
-        dev_queries = read_id_texts(raw_dir / DEV_QUERIES, "query")
-        unjudged = [qid for qid in dev_queries if qid not in dev.qrels]
-        unknown = sorted(dev.qrels.keys() - dev_queries.keys())
+        queries = read_id_texts(raw_dir / DEV_QUERIES, "query")
+        unknown = sorted(dev.qrels.keys() - queries.keys())
         if unknown:
             raise FormatError(
                 raw_dir / DEV_QRELS, None, f"judged queries {unknown[:3]} are not in {DEV_QUERIES}"
             )
-        overlap = sorted(train_queries.keys() & dev_queries.keys())
-        if overlap:
-            raise FormatError(
-                raw_dir / DEV_QUERIES, None, f"queries {overlap[:3]} are also train queries"
-            )
-        return Prepared(
-            corpus={},
-            queries={**train_queries, **dev_queries},
-            qrels={**train_qrels, **dev.qrels},
-            split={"train": list(train_queries), "dev": [], "test": list(dev_queries)},
-            pool=None,
-            extra_stats={
-                "judged_train_queries": available,
-                "test_queries_without_judgements": len(unjudged),
-            },
-        )
-
-    def raw_files(
-        self, options: dict[str, Any] | None = None, splits: Collection[str] | None = None
-    ) -> tuple[RawFile, ...]:
-        """Every file; for ``splits``, only their queries and qrels (never the collection).
-
-        Example:
-            >>> [f.name for f in MsMarcoPassage().raw_files({}, ["test"])]
-            ['queries.dev.small.tsv', 'qrels.dev.small.tsv']
-        """
-        if splits is None:
-            return self.files
-        self.check_splits(splits)
-        names = {
-            *((TRAIN_QUERIES, TRAIN_QRELS) if {"train", "all"} & set(splits) else ()),
-            *((DEV_QUERIES, DEV_QRELS) if {"test", "all"} & set(splits) else ()),
-        }
-        return tuple(spec for spec in self.files if spec.name in names)
-
-    def split_judgements(
-        self, raw_dir: str | Path, split: str, options: dict[str, Any] | None = None
-    ) -> tuple[list[str], Qrels]:
-        """Queries and qrels of one split (test = dev small) from its own files.
-
-        Example:
-            >>> qids, qrels = MsMarcoPassage().split_judgements("raw/msmarco-passage", "test")  # doctest: +SKIP
-            >>> len(qids)  # doctest: +SKIP
-            6980
-        """
-        merged = {**self.protocol.options, **(options or {})}
-        typed = self.read_options(merged)
-        self.check_splits([split])
-        if split == "dev":
-            raise ConfigError(
-                f"{self.name} has no dev split: its test split is MS MARCO's dev small (6,980 queries)"
-            )
-        raw_dir = Path(raw_dir)
-        require_files(raw_dir, [spec.name for spec in self.raw_files(merged, [split])], self.name)
-        split_ids: dict[str, list[str]] = {}
-        qrels: Qrels = {}
-        if split in ("train", "all"):
-            queries, train_qrels, _ = read_train_sample(
-                raw_dir, count_or_all(typed.train_queries), typed.train_seed, self.name
-            )
-            split_ids["train"] = list(queries)
-            qrels.update(train_qrels)
-        if split in ("test", "all"):
-            split_ids["test"] = list(read_id_texts(raw_dir / DEV_QUERIES, "query"))
-            qrels.update(read_trec_qrels(raw_dir / DEV_QRELS, grades=(1,)).qrels)
-        return self._split_of(split_ids, qrels, split)
+        unjudged = sum(qid not in dev.qrels for qid in queries)
+        return queries, dev.qrels, {"test_queries_without_judgements": unjudged}

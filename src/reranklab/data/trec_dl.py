@@ -23,27 +23,25 @@ Counts on the released files: 43 queries, 9,260 judgements of 9,139 distinct pas
 
 from __future__ import annotations
 
-from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
 from pydantic import Field
 
-from reranklab.data._options import TrainSampleOptions, count_or_all, require_files
-from reranklab.data._streaming import StreamingCorpusDataset
+from reranklab.data._options import TrainSampleOptions
 from reranklab.data._text_files import read_id_texts, read_trec_qrels
-from reranklab.data.base import Prepared, Protocol, RawFile
+from reranklab.data.base import Protocol, RawFile
 from reranklab.data.msmarco import (
     COLLECTION,
     MSMARCO_CITATION,
     MSMARCO_LICENCE,
     TRAIN_QRELS,
     TRAIN_QUERIES,
+    MsMarcoTrained,
     msmarco_file,
-    read_train_sample,
 )
 from reranklab.data.registry import register_dataset
-from reranklab.errors import ConfigError, FormatError
+from reranklab.errors import FormatError
 from reranklab.evaluation.measures import ALL, R_AT_1000
 from reranklab.evaluation.protocol import Scoring
 from reranklab.io import Qrels
@@ -93,7 +91,7 @@ def read_test_topics(
 
 
 @register_dataset
-class TrecDL2019(StreamingCorpusDataset):
+class TrecDL2019(MsMarcoTrained):
     """TREC DL 2019 passage: train on MS MARCO, test on the 43 judged queries."""
 
     name = "trec-dl-2019"
@@ -149,88 +147,14 @@ class TrecDL2019(StreamingCorpusDataset):
         ),
     )
 
-    def parse_topics(self, raw_dir: Path, options: dict[str, Any]) -> Prepared:
-        """MS MARCO train sample (grades mapped to ``train_grade``) plus the DL-19 test topics.
+    test_files = (TOPICS, QRELS)
+    no_dev = "train: MS MARCO train queries; test: the 43 judged DL-19 queries"
 
-        Options:
-            train_queries: judged MS MARCO train queries to sample, or ``"all"``.
-            train_seed: seed of that sample.
-            train_grade: grade given to MS MARCO train judgements (>= 1).
-        """
-        typed = self.read_options(options)
-        grade = typed.train_grade
-        require_files(raw_dir, [f.name for f in self.files], self.name)
-        n = count_or_all(typed.train_queries)
-        train_queries, train_qrels, available = read_train_sample(
-            raw_dir, n, typed.train_seed, self.name
-        )
-        test_queries, test_qrels, by_grade = read_test_topics(raw_dir)
-        overlap = sorted(train_queries.keys() & test_queries.keys())
-        if overlap:
-            raise FormatError(
-                raw_dir / TOPICS,
-                None,
-                f"test queries {overlap[:3]} are also MS MARCO train queries",
-            )
-        train_qrels = {qid: dict.fromkeys(judged, grade) for qid, judged in train_qrels.items()}
-        return Prepared(
-            corpus={},
-            queries={**train_queries, **test_queries},
-            qrels={**train_qrels, **test_qrels},
-            split={"train": list(train_queries), "dev": [], "test": list(test_queries)},
-            pool=None,
-            extra_stats={"judged_train_queries": available, "test_judgements_by_grade": by_grade},
-        )
+    def read_test(self, raw_dir: Path) -> tuple[dict[str, str], Qrels, dict[str, Any]]:
+        """The DL-19 topics and their graded qrels (:func:`read_test_topics`)."""
+        queries, qrels, by_grade = read_test_topics(raw_dir)
+        return queries, qrels, {"test_judgements_by_grade": by_grade}
 
-    def raw_files(
-        self, options: dict[str, Any] | None = None, splits: Collection[str] | None = None
-    ) -> tuple[RawFile, ...]:
-        """Every file; for ``splits``, only their queries and qrels: scoring the test split needs
-        the DL-19 topics and qrels, not the 2.9 GB collection.
-
-        Example:
-            >>> [f.name for f in TrecDL2019().raw_files({}, ["test"])]
-            ['topics.dl19-passage.txt', 'qrels.dl19-passage.txt']
-        """
-        if splits is None:
-            return self.files
-        self.check_splits(splits)
-        names = {
-            *((TRAIN_QUERIES, TRAIN_QRELS) if {"train", "all"} & set(splits) else ()),
-            *((TOPICS, QRELS) if {"test", "all"} & set(splits) else ()),
-        }
-        return tuple(spec for spec in self.files if spec.name in names)
-
-    def split_judgements(
-        self, raw_dir: str | Path, split: str, options: dict[str, Any] | None = None
-    ) -> tuple[list[str], Qrels]:
-        """Queries and qrels of one split from its own files (the collection is not needed).
-
-        Example:
-            >>> qids, qrels = TrecDL2019().split_judgements("raw/trec-dl-2019", "test")  # doctest: +SKIP
-            >>> len(qids)  # doctest: +SKIP
-            43
-        """
-        merged = {**self.protocol.options, **(options or {})}
-        typed = self.read_options(merged)
-        grade = typed.train_grade
-        self.check_splits([split])
-        if split == "dev":
-            raise ConfigError(
-                f"{self.name} has no dev split (train: MS MARCO train queries; test: the 43 judged DL-19 queries)"
-            )
-        raw_dir = Path(raw_dir)
-        require_files(raw_dir, [spec.name for spec in self.raw_files(merged, [split])], self.name)
-        split_ids: dict[str, list[str]] = {}
-        qrels: Qrels = {}
-        if split in ("train", "all"):
-            queries, train_qrels, _ = read_train_sample(
-                raw_dir, count_or_all(typed.train_queries), typed.train_seed, self.name
-            )
-            split_ids["train"] = list(queries)
-            qrels.update({qid: dict.fromkeys(judged, grade) for qid, judged in train_qrels.items()})
-        if split in ("test", "all"):
-            queries, test_qrels, _ = read_test_topics(raw_dir)
-            split_ids["test"] = list(queries)
-            qrels.update(test_qrels)
-        return self._split_of(split_ids, qrels, split)
+    def train_grade(self, typed: Any) -> int:
+        """The grade MS MARCO's binary train judgements get (option ``train_grade``)."""
+        return typed.train_grade
