@@ -25,6 +25,7 @@ import contextlib
 import hashlib
 import json
 import os
+import platform
 import random
 import re
 import shutil
@@ -35,8 +36,11 @@ import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 import psutil
+
+from reranklab.io.atomic import is_temporary
 
 CHECKS = (
     "exited_after_sigterm",  # a SIGTERMed Snakemake is gone within SIGTERM_EXIT_S
@@ -70,8 +74,6 @@ COMPARED = re.compile(
     r"|results/cells/.*/(run\.txt|metrics\.json)"
     r"|results/(summary\.csv|significance\.csv)"
 )
-# atomic.py's temporaries beside an output: .<name>.<8 random>.tmp (or .old while swapping).
-TEMPORARY = re.compile(r"\..+\.[A-Za-z0-9_]{8}\.(tmp|old)")
 
 
 @dataclass
@@ -164,7 +166,7 @@ def leftovers(folder: Path) -> list[str]:
     found = [
         str(path.relative_to(folder))
         for path in folder.rglob(".*")
-        if TEMPORARY.fullmatch(path.name) and ".snakemake" not in path.parts
+        if is_temporary(path.name) and ".snakemake" not in path.parts
     ]
     checkpoints = folder / "results/checkpoints"
     if checkpoints.is_dir():
@@ -347,6 +349,52 @@ def plan_kills(n: int, seed: int, reference_s: float) -> list[Kill]:
     ]
 
 
+DOCS_START, DOCS_END = "<!-- soak:start -->", "<!-- soak:end -->"
+
+
+def docs_block(report: dict[str, Any]) -> str:
+    """The soak's result as the docs show it (written between the markers by ``--docs``)."""
+    trials = report["trials"]
+    rows = [
+        f"| {sig} to the {target} | {len(done)} | {sum(all(t['checks'].values()) for t in done)} |"
+        for sig in ("SIGKILL", "SIGTERM")
+        for target in ("run", "job")
+        if (done := [t for t in trials if t["signal"] == sig and t["target"] == target])
+    ]
+    exits = [t["exit_s"] for t in trials if t["signal"] == "SIGTERM" and t["target"] == "run"]
+    checks = ", ".join(f"{name} {n}/{report['kills']}" for name, n in report["by_check"].items())
+    return "\n".join(
+        [
+            f"`{report['command']}`, started {report['started']} on {report['cores']} cores"
+            f" ({report['machine']}): **{report['passed']} of {report['kills']} kills passed every"
+            f" check**. The uninterrupted reference took {report['reference_seconds']:.0f} s and"
+            f" wrote {report['compared_files']} compared files; {report['missed']} signals came"
+            " after the run had ended.",
+            "",
+            "| kill | kills | passed |",
+            "| --- | ---: | ---: |",
+            *rows,
+            "",
+            f"Each check: {checks}."
+            + (
+                f" A SIGTERMed Snakemake exited {min(exits):.1f}-{max(exits):.1f} s after the signal."
+                if exits
+                else ""
+            ),
+        ]
+    )
+
+
+def write_docs(path: Path, report: dict[str, Any]) -> None:
+    """Replace the block between the soak markers of ``path`` with :func:`docs_block`."""
+    text = path.read_text(encoding="utf-8")
+    start, end = text.find(DOCS_START), text.find(DOCS_END)
+    if start < 0 or end < start:
+        raise SystemExit(f"{path}: no {DOCS_START} ... {DOCS_END} block to write the result into")
+    block = f"{DOCS_START}\n{docs_block(report)}\n{DOCS_END}"
+    path.write_text(text[:start] + block + text[end + len(DOCS_END) :], encoding="utf-8")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--kills", type=int, default=10, help="how many kills (default 10)")
@@ -354,6 +402,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cores", type=int, default=2, help="snakemake --cores (default 2)")
     parser.add_argument("--work", type=Path, default=Path("results/soak"), help="scratch folder")
     parser.add_argument("--report", type=Path, default=Path("results/soak/report.json"))
+    parser.add_argument(
+        "--docs", type=Path, help="also write the result into this page's soak block"
+    )
     args = parser.parse_args(argv)
 
     args.work = args.work.resolve()
@@ -390,6 +441,7 @@ def main(argv: list[str] | None = None) -> int:
         "started": started,
         "seed": args.seed,
         "cores": args.cores,
+        "machine": f"{os.cpu_count()} CPUs, {platform.processor() or platform.machine()}",
         "study": SOAK_CONFIG,
         "reference_seconds": round(reference_s, 1),
         "compared_files": len(expected),
@@ -402,6 +454,8 @@ def main(argv: list[str] | None = None) -> int:
     }
     args.report.parent.mkdir(parents=True, exist_ok=True)
     args.report.write_text(json.dumps(report, indent=2) + "\n")
+    if args.docs:
+        write_docs(args.docs, report)
     print(f"{report['passed']}/{len(kills)} kills passed every check; report: {args.report}")
     return 1 if failed else 0
 

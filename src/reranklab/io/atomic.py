@@ -48,6 +48,17 @@ def temporary_pattern(name: str) -> re.Pattern[str]:
     return re.compile(rf"\.{re.escape(name)}\.{_RANDOM}\.(?:tmp|old)")
 
 
+def is_temporary(name: str) -> bool:
+    """Whether ``name`` is a temporary sibling of some output (a write under way, or one a
+    kill interrupted).
+
+    Example:
+        >>> is_temporary(".bm25.run.k2j_9x0a.tmp"), is_temporary("bm25.run"), is_temporary(".x.tmp")
+        (True, False, False)
+    """
+    return re.fullmatch(rf"\..+\.{_RANDOM}\.(?:tmp|old)", name) is not None
+
+
 def _lock(fd: int, blocking: bool) -> bool:
     """Take an exclusive ``flock`` on ``fd``; False when another open file holds it.
 
