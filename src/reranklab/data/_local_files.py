@@ -21,7 +21,7 @@ from reranklab.data._text_files import split_id_text
 from reranklab.errors import FormatError
 from reranklab.io import Qrels, Run
 from reranklab.io.text import decode_line, open_binary, text_lines
-from reranklab.io.trec import add_score
+from reranklab.io.trec import add_score, qrels_lines
 
 QUERY_IDS = ("id", "_id", "qid", "query_id")
 QUERY_TEXTS = ("text", "query", "contents")
@@ -221,21 +221,7 @@ def read_local_qrels(
     if not path.is_file():
         raise FormatError(path, None, "no such qrels file")
     qrels: Qrels = {}
-    for lineno, line in text_lines(path):
-        parts = line.split()
-        if len(parts) != 4:
-            raise FormatError(
-                path,
-                lineno,
-                f"wrong columns: expected 4 fields 'qid iteration docid grade' (TREC qrels), got {len(parts)}",
-            )
-        qid, _, pid, grade_text = parts
-        try:
-            grade = int(grade_text)
-        except ValueError:
-            raise FormatError(
-                path, lineno, f"relevance grade {grade_text!r} is not an integer"
-            ) from None
+    for lineno, qid, _, pid, grade in qrels_lines(path):
         if qid not in queries:
             raise FormatError(path, lineno, f"query id {qid!r} is not in the queries file")
         if pid not in passages:

@@ -12,6 +12,7 @@ from pathlib import Path
 from reranklab.errors import FormatError
 from reranklab.io import Qrels
 from reranklab.io.text import text_lines
+from reranklab.io.trec import qrels_lines
 
 
 def split_id_text(path: str | Path, lineno: int, line: str, kind: str) -> tuple[str, str]:
@@ -124,19 +125,7 @@ def read_trec_qrels(
     qrels: Qrels = {}
     iterations: Counter = Counter()
     seen_grades: Counter = Counter()
-    for lineno, line in text_lines(path):
-        parts = line.split()
-        if len(parts) != 4:
-            raise FormatError(
-                path, lineno, f"expected 4 fields 'qid iteration docid grade', got {len(parts)}"
-            )
-        qid, iteration, docid, grade_text = parts
-        try:
-            grade = int(grade_text)
-        except ValueError:
-            raise FormatError(
-                path, lineno, f"relevance grade {grade_text!r} is not an integer"
-            ) from None
+    for lineno, qid, iteration, docid, grade in qrels_lines(path):
         if allowed is not None and grade not in allowed:
             raise FormatError(
                 path, lineno, f"relevance grade {grade} is not one of {sorted(allowed)}"

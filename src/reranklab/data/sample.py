@@ -24,6 +24,7 @@ from reranklab.data.base import Dataset, Prepared, Protocol, RawFile
 from reranklab.data.registry import register_dataset
 from reranklab.errors import FormatError
 from reranklab.io import Qrels
+from reranklab.io.trec import qrels_lines
 
 RESOURCE_PACKAGE = "reranklab.data.sample_data"
 QUESTIONS = "questions.tsv"
@@ -100,19 +101,7 @@ def read_judgements(path: str | Path, queries: dict[str, str], corpus: dict[str,
     """
     path = Path(path)
     qrels: Qrels = {}
-    for lineno, line in text_lines(path):
-        parts = line.split()
-        if len(parts) != 4:
-            raise FormatError(
-                path, lineno, f"expected 4 fields 'qid 0 pid grade', got {len(parts)}"
-            )
-        qid, _, pid, grade_text = parts
-        try:
-            grade = int(grade_text)
-        except ValueError:
-            raise FormatError(
-                path, lineno, f"relevance grade {grade_text!r} is not an integer"
-            ) from None
+    for lineno, qid, _, pid, grade in qrels_lines(path):
         if grade not in GRADES:
             raise FormatError(
                 path, lineno, f"relevance grade {grade} is outside {GRADES[0]}-{GRADES[-1]}"

@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import math
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 from reranklab.errors import FormatError
 from reranklab.io.atomic import atomic_path
@@ -32,6 +32,41 @@ EMPTY_RUN = "the run is empty"
 EMPTY_QRELS = "the qrels file is empty (no judgement)"
 
 
+def qrels_lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, str, str, str, int]]:
+    """The judgements of a TREC qrels file: ``(line number, qid, iteration, docid, grade)``.
+
+    Raises:
+        FormatError: a line without 4 fields, or a grade that is not an integer (file and line).
+
+    Example:
+        >>> import tempfile
+        >>> path = os.path.join(tempfile.mkdtemp(), "qrels.txt")
+        >>> _ = open(path, "w").write("q1 0 p1 2\\nq1 0 p2 high\\n")
+        >>> next(qrels_lines(path))
+        (1, 'q1', '0', 'p1', 2)
+        >>> list(qrels_lines(path))
+        Traceback (most recent call last):
+        ...
+        reranklab.errors.FormatError: .../qrels.txt:2: relevance grade 'high' is not an integer
+    """
+    for lineno, line in text_lines(path):
+        parts = line.split()
+        if len(parts) != 4:
+            raise FormatError(
+                path,
+                lineno,
+                f"wrong columns: expected 4 fields 'qid iteration docid grade' (TREC qrels), got {len(parts)}",
+            )
+        qid, iteration, docid, grade = parts
+        try:
+            value = int(grade)
+        except ValueError:
+            raise FormatError(
+                path, lineno, f"relevance grade {grade!r} is not an integer"
+            ) from None
+        yield lineno, qid, iteration, docid, value
+
+
 def read_qrels(path: str | os.PathLike[str], *, allow_empty: bool = True) -> Qrels:
     """Read ``qid iter pid grade`` lines (any whitespace); grades must be integers.
 
@@ -40,19 +75,7 @@ def read_qrels(path: str | os.PathLike[str], *, allow_empty: bool = True) -> Qre
     measure would be null).
     """
     qrels: Qrels = {}
-    for lineno, line in text_lines(path):
-        parts = line.split()
-        if len(parts) != 4:
-            raise FormatError(
-                path, lineno, f"expected 4 fields 'qid iter pid grade', got {len(parts)}"
-            )
-        qid, _, pid, grade = parts
-        try:
-            value = int(grade)
-        except ValueError:
-            raise FormatError(
-                path, lineno, f"relevance grade {grade!r} is not an integer"
-            ) from None
+    for lineno, qid, _, pid, value in qrels_lines(path):
         judged = qrels.setdefault(qid, {})
         if judged.get(pid, value) != value:
             raise FormatError(
