@@ -62,12 +62,13 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from reranklab.data import _insuranceqa_package as package
+from reranklab.data._builder import CanonicalForm
 from reranklab.data._options import count_or_all, require_files, sample_ids
 from reranklab.data._text_files import text_lines
 from reranklab.data.base import Dataset, Prepared, Protocol, RawFile
 from reranklab.data.registry import register_dataset
 from reranklab.errors import ConfigError, FormatError
-from reranklab.io import Qrels, Run, rank_order
+from reranklab.io import rank_order
 from reranklab.settings.base import DatasetOptions, PositiveOrAll
 
 SPLITS = {"train": "train", "dev": "valid", "test": "test"}  # canonical split → file's split name
@@ -261,22 +262,18 @@ def cut_pool(pool: dict[str, float], truth: dict[str, int], size: int) -> dict[s
     return {label: score for label, score in pool.items() if label in keep}
 
 
-class _Builder:
+class _Builder(CanonicalForm):
     """Accumulates questions, judgements and pools over the split files."""
 
     def __init__(self, vocabulary: dict[str, str], answers: dict[str, str]) -> None:
+        super().__init__(
+            "ground_truth_answers",
+            "questions_with_ground_truth_in_pool",
+            "ground_truth_added",
+            "pool_file",
+        )
         self.vocabulary = vocabulary
         self.answers = answers
-        self.queries: dict[str, str] = {}
-        self.qrels: Qrels = {}
-        self.pool: Run = {}
-        self.split: dict[str, list[str]] = {}
-        self.stats: dict[str, dict[str, Any]] = {
-            "ground_truth_answers": {},
-            "questions_with_ground_truth_in_pool": {},
-            "ground_truth_added": {},
-            "pool_file": {},
-        }
         self.domains: Counter = Counter()
 
     def add(self, split: str, path: Path) -> None:
@@ -372,18 +369,9 @@ class _Builder:
             self.stats["candidates"] = options.candidates
 
     def prepared(self, answer_source: str) -> Prepared:
-        corpus = dict(sorted(self.answers.items(), key=lambda item: int(item[0])))
-        extra: dict[str, Any] = dict(self.stats)
-        extra["domains"] = dict(sorted(self.domains.items()))
-        extra["answer_source"] = answer_source
-        return Prepared(
-            corpus=corpus,
-            queries=self.queries,
-            qrels=self.qrels,
-            split=self.split,
-            pool=self.pool,
-            extra_stats=extra,
-        )
+        self.corpus = dict(sorted(self.answers.items(), key=lambda item: int(item[0])))
+        domains = dict(sorted(self.domains.items()))
+        return super().prepared(domains=domains, answer_source=answer_source)
 
 
 def _raw(name: str) -> RawFile:

@@ -58,13 +58,14 @@ from typing import Any, NamedTuple
 
 from pydantic import Field
 
+from reranklab.data._builder import CanonicalForm
 from reranklab.data._parsing import iter_xml_elements, squash
 from reranklab.data.base import Dataset, Prepared, Protocol, RawFile
 from reranklab.data.registry import register_dataset
 from reranklab.errors import DownloadError, FormatError
 from reranklab.evaluation.measures import MRR_AT_10, NDCG_AT_10, P_AT_1, Measure
 from reranklab.evaluation.protocol import Scoring
-from reranklab.io import Qrels, Run
+from reranklab.io import Qrels
 from reranklab.settings.base import DatasetOptions
 
 TRAINDEV_URL = (
@@ -170,21 +171,11 @@ def read_threads(path: str | Path) -> Iterator[Thread]:
         yield Thread(qid, text, thread.line, tuple(comments))
 
 
-class _Builder:
+class _Builder(CanonicalForm):
     """Accumulates threads over the files of the three splits, checking ids are unique."""
 
     def __init__(self) -> None:
-        self.corpus: dict[str, str] = {}
-        self.queries: dict[str, str] = {}
-        self.qrels: Qrels = {}
-        self.pool: Run = {}
-        self.split: dict[str, list[str]] = {}
-        self.stats: dict[str, dict[str, Any]] = {
-            "files": {},
-            "comments": {},
-            **{key: {} for key in _STAT_KEYS.values()},
-            "questions_with_good": {},
-        }
+        super().__init__("files", "comments", *_STAT_KEYS.values(), "questions_with_good")
         self._origin: dict[str, tuple[Path, int]] = {}
 
     def add_split(self, split: str, paths: list[Path]) -> None:
@@ -220,17 +211,6 @@ class _Builder:
             where, first = self._origin[ident]
             raise FormatError(path, line, f"{what} {ident} is repeated (first at {where}:{first})")
         self._origin[ident] = (path, line)
-
-    def prepared(self, with_2015: bool) -> Prepared:
-        extra: dict[str, Any] = {**self.stats, "with_2015": with_2015}
-        return Prepared(
-            corpus=self.corpus,
-            queries=self.queries,
-            qrels=self.qrels,
-            split=self.split,
-            pool=self.pool,
-            extra_stats=extra,
-        )
 
 
 # (size, sha256) of the files as in the v3.2 train/dev zip, from the copies in the shared
@@ -287,7 +267,7 @@ class _SemEvalTask3(Dataset):
         """
         with_2015 = self.read_options(options).with_2015
         builder = self._read(Path(raw_dir), self._file_names(with_2015, None))
-        return builder.prepared(with_2015)
+        return builder.prepared(with_2015=with_2015)
 
     def raw_files(
         self, options: dict[str, Any] | None = None, splits: Collection[str] | None = None

@@ -58,12 +58,13 @@ from typing import Any, ClassVar, Literal, NamedTuple
 
 from pydantic import Field
 
+from reranklab.data._builder import CanonicalForm
 from reranklab.data._parsing import read_text
 from reranklab.data.base import Dataset, Prepared, Protocol, RawFile
 from reranklab.data.registry import register_dataset
 from reranklab.errors import DownloadError, FormatError
 from reranklab.evaluation.protocol import Scoring
-from reranklab.io import Qrels, Run
+from reranklab.io import Qrels
 from reranklab.settings.base import DatasetOptions
 
 ARCHIVE_URL = "http://cs.jhu.edu/~xuchen/packages/jacana-qa-naacl2013-data-results.tar.bz2"
@@ -371,22 +372,14 @@ class TrecQA(Dataset):
         return {split: keys[split] for split in keys if split in splits}
 
 
-class _Builder:
+class _Builder(CanonicalForm):
     """Accumulates the canonical form over the three files of a split."""
 
     def __init__(self) -> None:
-        self.corpus: dict[str, str] = {}
-        self.queries: dict[str, str] = {}
-        self.qrels: Qrels = {}
-        self.pool: Run = {}
-        self.split: dict[str, list[str]] = {}
+        super().__init__(
+            "questions_in_file", "pairs", "positives", "questions_with_positive_and_negative"
+        )
         self.origin: dict[str, tuple[str, int]] = {}
-        self.stats: dict[str, dict[str, int]] = {
-            "questions_in_file": {},
-            "pairs": {},
-            "positives": {},
-            "questions_with_positive_and_negative": {},
-        }
 
     def add_file(self, split: str, path: Path) -> None:
         qids: list[str] = []
@@ -419,13 +412,3 @@ class _Builder:
         self.stats["pairs"][split] = sum(len(self.qrels.get(q, {})) for q in qids)
         self.stats["positives"][split] = sum(sum(self.qrels.get(q, {}).values()) for q in qids)
         self.stats["questions_with_positive_and_negative"][split] = mixed
-
-    def prepared(self) -> Prepared:
-        return Prepared(
-            corpus=self.corpus,
-            queries=self.queries,
-            qrels=self.qrels,
-            split=self.split,
-            pool=self.pool,
-            extra_stats=dict(self.stats),
-        )

@@ -33,11 +33,12 @@ from collections.abc import Collection, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from reranklab.data._builder import CanonicalForm
 from reranklab.data.base import Dataset, Prepared, Protocol, RawFile
 from reranklab.data.registry import register_dataset
 from reranklab.errors import DownloadError, FormatError
 from reranklab.evaluation.protocol import Scoring
-from reranklab.io import Qrels, Run
+from reranklab.io import Qrels
 from reranklab.io.text import decode_line
 
 SPLITS = ("train", "dev", "test")
@@ -156,21 +157,14 @@ def ref_numbering(path: str | Path) -> dict[str, tuple[str, dict[str, str]]]:
     return numbering
 
 
-class _Builder:
+class _Builder(CanonicalForm):
     """Accumulates the canonical form over the three files, checking consistency across them."""
 
     def __init__(self) -> None:
-        self.corpus: dict[str, str] = {}
-        self.queries: dict[str, str] = {}
-        self.qrels: Qrels = {}
+        super().__init__(
+            "rows", "correct_answers", "evaluable_questions", "questions_with_correct_and_incorrect"
+        )
         self.candidates: dict[str, list[str]] = {}
-        self.split: dict[str, list[str]] = {}
-        self.stats: dict[str, dict[str, int]] = {
-            "rows": {},
-            "correct_answers": {},
-            "evaluable_questions": {},
-            "questions_with_correct_and_incorrect": {},
-        }
         self._sid_origin: dict[str, tuple[str, int]] = {}
         self._qid_origin: dict[str, tuple[str, int, str]] = {}
         self._sid_splits: dict[str, set[str]] = {}
@@ -240,22 +234,12 @@ class _Builder:
 
     def prepared(self) -> Prepared:
         # Decreasing scores keep page order under the (-score, pid) ranking of run files.
-        pool: Run = {
+        self.pool = {
             qid: {sid: float(len(sids) - index) for index, sid in enumerate(sids)}
             for qid, sids in self.candidates.items()
         }
-        extra: dict[str, Any] = dict(self.stats)
-        extra["passages_in_several_splits"] = sum(
-            1 for splits in self._sid_splits.values() if len(splits) > 1
-        )
-        return Prepared(
-            corpus=self.corpus,
-            queries=self.queries,
-            qrels=self.qrels,
-            split=self.split,
-            pool=pool,
-            extra_stats=extra,
-        )
+        several = sum(1 for splits in self._sid_splits.values() if len(splits) > 1)
+        return super().prepared(passages_in_several_splits=several)
 
 
 @register_dataset
