@@ -16,7 +16,7 @@ import torch
 import yaml
 
 from reranklab.cli import main
-from reranklab.config import resolve_training
+from reranklab.config import resolve_training, study_dev_fraction
 from reranklab.errors import ConfigError
 from reranklab.evaluation import evaluate_run
 from reranklab.evaluation.protocol import default_scoring
@@ -31,7 +31,6 @@ from reranklab.training.validation import (
     DevSet,
     ModelSelector,
     ValidationSettings,
-    study_dev_fraction,
     validation_settings,
 )
 from tests.conftest import tool_env

@@ -21,7 +21,7 @@ summary) uses the name as it is.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -46,13 +46,14 @@ from reranklab.settings.sources import (
     protocol_sources,
     training_sources,
     typed_overrides,
+    variant_blocks,
 )
 from reranklab.settings.training import NOT_MODEL_KEYS, RUN_OPTION_KEYS
+from reranklab.training.validation import DEFAULTS as VALIDATION_DEFAULTS
+from reranklab.training.validation import KEY as VALIDATION_KEY
 from reranklab.training.validation import (
     ValidationSettings,
     check_measure,
-    setting_key,
-    study_dev_fraction,
     validation_settings,
 )
 
@@ -452,6 +453,61 @@ class ResolvedCell:
         """A rerank job's: every training setting but the run options."""
         training = self.settings["training"]
         return self._spec({k: v for k, v in training.items() if k not in RUN_OPTION_KEYS})
+
+
+def setting_key(config: Mapping[str, Any], variant: str, name: str) -> str:
+    """Where the user sets a validation setting of ``variant``: ``variants.<v>.validation.<name>``
+    when that block names it (an alias's own block first, then its base's), else
+    ``training.validation.<name>`` (for error messages).
+
+    Example:
+        >>> config = {"variants": {"dmn": {"validation": {"measure": "MRR"}}, "dmn_e3": {"base": "dmn"}}}
+        >>> setting_key(config, "dmn_e3", "measure"), setting_key(config, "dmn_e3", "patience")
+        ('variants.dmn.validation.measure', 'training.validation.patience')
+    """
+    for where, block in reversed(variant_blocks(config, variant)):
+        if isinstance(block.get(VALIDATION_KEY), Mapping) and name in block[VALIDATION_KEY]:
+            return f"{where}.{VALIDATION_KEY}.{name}"
+    return f"training.{VALIDATION_KEY}.{name}"
+
+
+def study_dev_fraction(config: Mapping[str, Any], variants: Sequence[str] = ()) -> float:
+    """The dev fraction the split step applies: the shared ``training.validation.dev_fraction``.
+
+    Folds are shared by every variant of a dataset, so the fraction is one value per study.
+
+    Args:
+        config: the study configuration (with or without the schema defaults).
+        variants: the grid's variants; none may set another fraction under ``variants.<name>``.
+
+    Raises:
+        ConfigError: ``variants.<name>.validation.dev_fraction`` differs (the key is named).
+
+    Example:
+        >>> study_dev_fraction({"training": {"validation": {"dev_fraction": 0.1}}})
+        0.1
+        >>> study_dev_fraction({})
+        0.0
+    """
+    shared = (config.get("training") or {}).get(VALIDATION_KEY)
+    fraction = (
+        float({**VALIDATION_DEFAULTS, **shared}.get("dev_fraction") or 0.0)
+        if isinstance(shared, Mapping)
+        else 0.0
+    )
+    for variant in variants:
+        for where, settings in variant_blocks(config, variant):  # an alias: its base's block too
+            block = settings.get(VALIDATION_KEY)
+            if (
+                isinstance(block, Mapping)
+                and "dev_fraction" in block
+                and float(block["dev_fraction"] or 0.0) != fraction
+            ):
+                raise ConfigError(
+                    f"{where}.{VALIDATION_KEY}.dev_fraction: {block['dev_fraction']} differs from the study's {fraction}; the folds "
+                    f"(and their held-out dev queries) are shared by every variant, so set dev_fraction in training.{VALIDATION_KEY} only"
+                )
+    return fraction
 
 
 def resolve_cell_settings(

@@ -23,14 +23,13 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from reranklab.errors import ConfigError
 from reranklab.settings.base import field_defaults
-from reranklab.settings.sources import variant_blocks
 from reranklab.settings.training import Validation
 
 log = logging.getLogger(__name__)
@@ -112,61 +111,6 @@ def check_measure(
         raise ConfigError(
             f"{where}: {settings.measure!r} is not a measure of the scoring {scoring.name!r} (its measures: {', '.join(names)})"
         )
-
-
-def setting_key(config: Mapping[str, Any], variant: str, name: str) -> str:
-    """Where the user sets a validation setting of ``variant``: ``variants.<v>.validation.<name>``
-    when that block names it (an alias's own block first, then its base's), else
-    ``training.validation.<name>`` (for error messages).
-
-    Example:
-        >>> config = {"variants": {"dmn": {"validation": {"measure": "MRR"}}, "dmn_e3": {"base": "dmn"}}}
-        >>> setting_key(config, "dmn_e3", "measure"), setting_key(config, "dmn_e3", "patience")
-        ('variants.dmn.validation.measure', 'training.validation.patience')
-    """
-    for where, block in reversed(variant_blocks(config, variant)):
-        if isinstance(block.get(KEY), Mapping) and name in block[KEY]:
-            return f"{where}.{KEY}.{name}"
-    return f"training.{KEY}.{name}"
-
-
-def study_dev_fraction(config: Mapping[str, Any], variants: Sequence[str] = ()) -> float:
-    """The dev fraction the split step applies: the shared ``training.validation.dev_fraction``.
-
-    Folds are shared by every variant of a dataset, so the fraction is one value per study.
-
-    Args:
-        config: the study configuration (with or without the schema defaults).
-        variants: the grid's variants; none may set another fraction under ``variants.<name>``.
-
-    Raises:
-        ConfigError: ``variants.<name>.validation.dev_fraction`` differs (the key is named).
-
-    Example:
-        >>> study_dev_fraction({"training": {"validation": {"dev_fraction": 0.1}}})
-        0.1
-        >>> study_dev_fraction({})
-        0.0
-    """
-    shared = (config.get("training") or {}).get(KEY)
-    fraction = (
-        float({**DEFAULTS, **shared}.get("dev_fraction") or 0.0)
-        if isinstance(shared, Mapping)
-        else 0.0
-    )
-    for variant in variants:
-        for where, settings in variant_blocks(config, variant):  # an alias: its base's block too
-            block = settings.get(KEY)
-            if (
-                isinstance(block, Mapping)
-                and "dev_fraction" in block
-                and float(block["dev_fraction"] or 0.0) != fraction
-            ):
-                raise ConfigError(
-                    f"{where}.{KEY}.dev_fraction: {block['dev_fraction']} differs from the study's {fraction}; the folds "
-                    f"(and their held-out dev queries) are shared by every variant, so set dev_fraction in training.{KEY} only"
-                )
-    return fraction
 
 
 # -- the dev set and its scoring -----------------------------------------------------------------

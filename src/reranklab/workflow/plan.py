@@ -38,6 +38,7 @@ from reranklab.config import (
     resolve_protocol,
     resolve_scoring,
     resolve_variant,
+    study_dev_fraction,
 )
 from reranklab.errors import ConfigError
 from reranklab.seeds import seed_from_dir, study_seeds
@@ -53,7 +54,6 @@ from reranklab.settings.job import (
     SummarySpec,
 )
 from reranklab.settings.training import training_view
-from reranklab.training.validation import study_dev_fraction
 
 SUMMARY = ["results/summary.csv", "results/summary.md", "results/summary.json"]
 SIGNIFICANCE = ["results/significance.csv", "results/significance.md"]
