@@ -309,6 +309,25 @@ def test_a_study_is_recorded_from_its_own_folder_not_the_working_directory(tmp_p
         record(study / "results/summary.json", "rec", "make it")
 
 
+def test_a_record_counts_its_looks_and_the_claims_grade_it_at_alpha_over_them(tmp_path):
+    from reranklab.grading.claims import study_alphas
+
+    per_query = {q: {"MAP": 0.2} for q in QIDS}
+    write_json(tmp_path / "results/cells/d/bm25/metrics.json", {"per_query": per_query})
+    row = {"dataset": "d", "variant": "bm25", "key": "d/bm25", "first_stage": True, "n_queries": 40}
+    row |= {"study": "p", "metrics_path": "results/cells/d/bm25/metrics.json"}
+    write_json(tmp_path / "results/summary.json", {"title": "p", "rows": [row]})
+    record(tmp_path / "results/summary.json", tmp_path / "once", "make it")
+    record(
+        tmp_path / "results/summary.json", tmp_path / "again", "make it", looks=3, looks_note="why"
+    )
+    once = json.loads((tmp_path / "once/provenance.json").read_text())
+    again = json.loads((tmp_path / "again/provenance.json").read_text())
+    assert "looks" not in once and (again["looks"], again["looks_note"]) == (3, "why")
+    assert study_alphas(load_evidence([tmp_path / "once"]), 0.05) == {}
+    assert study_alphas(load_evidence([tmp_path / "again"]), 0.05) == {"p": 0.05 / 3}
+
+
 def test_a_number_measured_with_another_encoder_is_not_comparable():
     entry = Entry(
         "published",

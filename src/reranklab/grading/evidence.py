@@ -315,6 +315,8 @@ def record(
     shared: str | None = None,
     study_file: str | os.PathLike[str] | None = None,
     commit: str | None = None,
+    looks: int = 1,
+    looks_note: str | None = None,
 ) -> list[Path]:
     """Write a study's results as a recorded folder (see the module docstring).
 
@@ -327,6 +329,10 @@ def record(
         study_file: the configuration file it ran with: its path and sha256 are kept, so that
             the record can be checked against the file at its start commit.
         commit: the commit the study started from (default: the working directory's now).
+        looks: how many times the study's claims have been graded on these test questions,
+            this record included (an earlier record on the same or a held subset counts): the
+            claims grade it at alpha / looks (:func:`reranklab.grading.claims.study_alphas`).
+        looks_note: what the earlier looks were (kept beside ``looks``).
 
     Returns:
         The files written.
@@ -387,6 +393,9 @@ def record(
             if epoch.get("device")
         ),
     }
+    if looks > 1:
+        provenance["looks"] = looks
+        provenance["looks_note"] = looks_note
     if study_file is not None:
         provenance["study_file"] = str(study_file)
         provenance["study_file_sha256"] = sha256(Path(study_file).read_bytes()).hexdigest()

@@ -33,6 +33,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "sha256 are kept: a test checks that the start commit holds the same file)",
     )
     parser.add_argument(
+        "--looks",
+        type=int,
+        default=1,
+        help="how many times the study's claims have been graded on these test questions, this "
+        "record included (an earlier record counts): they are graded at alpha / looks",
+    )
+    parser.add_argument(
+        "--looks-note", default=None, help="what the earlier looks were (kept in provenance.json)"
+    )
+    parser.add_argument(
         "--commit",
         default=None,
         help="the commit the study started from (default: the checkout's commit now)",
@@ -50,5 +60,7 @@ def run(args: argparse.Namespace) -> None:
         args.shared,
         study_file=args.study_file,
         commit=args.commit,
+        looks=args.looks,
+        looks_note=args.looks_note,
     )
     print(f"recorded {len(written)} files in {args.out}")
