@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from reranklab.grading.evidence import Evidence
-from reranklab.report.summary import _superscript
+from reranklab.report.summary_text import _superscript
 
 STUDY = "quickstart"
 MEASURES = ("P@1", "MAP", "MRR", "nDCG@10")
