@@ -120,20 +120,12 @@ def _snakemake(cores: int, *args: str) -> list[str]:
 
 def build_template(work: Path) -> Path:
     """A study folder (``reranklab init``) whose config trains a tiny BERT built here."""
-    from importlib.resources import files
-
     import yaml
 
+    from reranklab.data.sample import words
     from reranklab.models.tiny import build_tiny_bert
 
-    data = files("reranklab.data") / "sample_data"
-    words = [
-        word
-        for name in ("questions.tsv", "passages.tsv")
-        for line in (data / name).read_text(encoding="utf-8").splitlines()
-        for word in line.split("\t", 1)[-1].lower().split()
-    ]
-    bert = build_tiny_bert(work / "tiny-bert", words)
+    bert = build_tiny_bert(work / "tiny-bert", words())
     template = work / "template"
     subprocess.run(
         ["reranklab", "init", str(template)], env=_env(), check=True, capture_output=True

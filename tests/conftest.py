@@ -86,16 +86,12 @@ def cluster_to_itself(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None
 @pytest.fixture(scope="session")
 def tiny_bert(tmp_path_factory) -> Path:
     """A tiny random BERT whose vocabulary covers the shipped sample collection."""
-    from importlib.resources import files
-
+    from reranklab.data.sample import words
     from reranklab.models.tiny import build_tiny_bert
 
-    data = files("reranklab.data") / "sample_data"
-    words: list[str] = []
-    for name in ("questions.tsv", "passages.tsv"):
-        for line in (data / name).read_text(encoding="utf-8").splitlines():
-            words += line.split("\t", 1)[-1].lower().split()
-    return built_once(tmp_path_factory, "tiny-bert", lambda folder: build_tiny_bert(folder, words))
+    return built_once(
+        tmp_path_factory, "tiny-bert", lambda folder: build_tiny_bert(folder, words())
+    )
 
 
 def tool_env() -> dict[str, str]:

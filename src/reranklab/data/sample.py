@@ -117,6 +117,25 @@ def read_judgements(path: str | Path, queries: dict[str, str], corpus: dict[str,
     return qrels
 
 
+def words() -> list[str]:
+    """Every word of the shipped questions and passages, lower-cased, in file order: the
+    vocabulary a tiny test encoder needs to hold them whole (the tests' and the soak's).
+
+    Example:
+        >>> len(words()) > 1000, words()[0] == words()[0].lower()
+        (True, True)
+    """
+    from importlib.resources import files
+
+    data = files(RESOURCE_PACKAGE)
+    return [
+        word
+        for name in (QUESTIONS, PASSAGES)
+        for line in (data / name).read_text(encoding="utf-8").splitlines()
+        for word in line.split("\t", 1)[-1].lower().split()
+    ]
+
+
 def _packaged(name: str, sha256: str, size: int) -> RawFile:
     return RawFile(name=name, url=f"package:{RESOURCE_PACKAGE}/{name}", sha256=sha256, size=size)
 
