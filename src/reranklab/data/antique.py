@@ -32,9 +32,10 @@ from typing import Any
 from pydantic import Field
 
 from reranklab.data._options import require_files, sample_ids
+from reranklab.data._protocols import passage_ranking
 from reranklab.data._streaming import tsv_corpus_records
 from reranklab.data._text_files import read_id_texts, read_trec_qrels
-from reranklab.data.base import Dataset, Prepared, Protocol, RawFile
+from reranklab.data.base import Dataset, Prepared, RawFile
 from reranklab.data.registry import register_dataset
 from reranklab.errors import ConfigError, FormatError
 from reranklab.evaluation.protocol import Scoring
@@ -125,12 +126,8 @@ class Antique(Dataset):
         "split": {"train": 2_226, "dev": 200, "test": 200},
         "judgements": 34_011,
     }
-    protocol = Protocol(
-        first_stage="bm25",
-        depth=100,
-        inject_relevant=False,
-        split="predefined",
-        negatives_per_positive=1,
+    protocol = passage_ranking(
+        100,
         relevance_threshold=3,
         metrics=("MAP", "MRR", "P@1", "nDCG@10"),
         options=AntiqueOptions.defaults(),

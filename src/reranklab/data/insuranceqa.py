@@ -64,8 +64,9 @@ from pydantic import Field
 from reranklab.data import _insuranceqa_package as package
 from reranklab.data._builder import CanonicalForm
 from reranklab.data._options import count_or_all, require_files, sample_ids
+from reranklab.data._protocols import answer_selection
 from reranklab.data._text_files import text_lines
-from reranklab.data.base import Dataset, Prepared, Protocol, RawFile
+from reranklab.data.base import Dataset, Prepared, RawFile
 from reranklab.data.registry import register_dataset
 from reranklab.errors import ConfigError, FormatError
 from reranklab.io import rank_order
@@ -412,15 +413,8 @@ class InsuranceQA(Dataset):
         ),
     )
     counts = {"passages": 27_413, "split": {"train": 12_889, "dev": 2_000, "test": 2_000}}
-    protocol = Protocol(
-        first_stage="pool",
-        depth=None,
-        inject_relevant=False,
-        split="predefined",
-        negatives_per_positive=1,
-        relevance_threshold=1,
-        metrics=("MAP", "MRR"),
-        options=InsuranceQAOptions.defaults(),
+    protocol = answer_selection(
+        ("MAP", "MRR"), negatives_per_positive=1, options=InsuranceQAOptions.defaults()
     )
     options_model = InsuranceQAOptions
 

@@ -27,9 +27,10 @@ from pathlib import Path
 from typing import Any
 
 from reranklab.data._options import TrainSampleOptions, count_or_all, require_files, sample_ids
+from reranklab.data._protocols import passage_ranking
 from reranklab.data._streaming import StreamingCorpusDataset
 from reranklab.data._text_files import read_id_texts, read_trec_qrels
-from reranklab.data.base import Prepared, Protocol, RawFile
+from reranklab.data.base import Prepared, RawFile
 from reranklab.data.registry import register_dataset
 from reranklab.errors import ConfigError, FormatError
 from reranklab.evaluation.measures import ALL, R_AT_1000
@@ -223,15 +224,8 @@ class MsMarcoPassage(MsMarcoTrained):
         "test_queries": 6_980,
         "test_judgements": 7_437,
     }
-    protocol = Protocol(
-        first_stage="bm25",
-        depth=1000,
-        inject_relevant=False,
-        split="predefined",
-        negatives_per_positive=1,
-        relevance_threshold=1,
-        metrics=("MRR@10",),
-        options=TrainSampleOptions.defaults(),
+    protocol = passage_ranking(
+        1000, relevance_threshold=1, metrics=("MRR@10",), options=TrainSampleOptions.defaults()
     )
     options_model = TrainSampleOptions
     scorings = (

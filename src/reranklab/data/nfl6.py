@@ -37,7 +37,8 @@ from typing import Any
 from tqdm import tqdm
 
 from reranklab.data._parsing import iter_json_array, read_text
-from reranklab.data.base import Dataset, Prepared, Protocol, RawFile
+from reranklab.data._protocols import cross_validated
+from reranklab.data.base import Dataset, Prepared, RawFile
 from reranklab.data.registry import register_dataset
 from reranklab.errors import DownloadError, FormatError
 from reranklab.io import Qrels
@@ -164,15 +165,8 @@ class NFL6(Dataset):
     files = (RawFile(name=RAW_FILE, url=URL, size=SIZE, sha256=SHA256),)
     # From the official file (its README says 87,361 questions); shown until the data is prepared.
     counts = {"items": 87_362}
-    protocol = Protocol(
-        first_stage="bm25",
-        depth=10,
-        inject_relevant=True,
-        split="cv",
-        folds=5,
-        negatives_per_positive=2,
-        relevance_threshold=1,
-        metrics=("P@1", "MRR", "MAP"),
+    protocol = cross_validated(
+        10, inject_relevant=True, negatives_per_positive=2, metrics=("P@1", "MRR", "MAP")
     )
 
     def parse(self, raw_dir: Path, options: dict[str, Any]) -> Prepared:

@@ -19,8 +19,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from reranklab.data._protocols import cross_validated
 from reranklab.data._text_files import text_lines
-from reranklab.data.base import Dataset, Prepared, Protocol, RawFile
+from reranklab.data.base import Dataset, Prepared, RawFile
 from reranklab.data.registry import register_dataset
 from reranklab.errors import FormatError
 from reranklab.io import Qrels
@@ -163,14 +164,10 @@ class SampleDataset(Dataset):
     )
     # Depth 30 keeps the quick start fast on a CPU while BM25 still misses about one relevant
     # passage in seven, so re-ranking has real work to do (and nothing is injected).
-    protocol = Protocol(
-        first_stage="bm25",
-        depth=30,
+    protocol = cross_validated(
+        30,
         inject_relevant=False,
-        split="cv",
-        folds=5,
         negatives_per_positive=3,
-        relevance_threshold=1,
         metrics=("P@1", "MAP", "MRR", "nDCG@10"),
     )
 

@@ -60,6 +60,7 @@ from pydantic import Field
 
 from reranklab.data._builder import CanonicalForm
 from reranklab.data._parsing import iter_xml_elements, squash
+from reranklab.data._protocols import answer_selection
 from reranklab.data.base import Dataset, Prepared, Protocol, RawFile
 from reranklab.data.registry import register_dataset
 from reranklab.errors import DownloadError, FormatError
@@ -359,16 +360,7 @@ SCORINGS = (
 
 
 def _protocol() -> Protocol:
-    return Protocol(
-        first_stage="pool",
-        depth=None,
-        inject_relevant=False,
-        split="predefined",
-        negatives_per_positive="all",
-        relevance_threshold=1,
-        metrics=("MAP", "MRR"),
-        options=SemEvalOptions.defaults(),
-    )
+    return answer_selection(("MAP", "MRR"), options=SemEvalOptions.defaults())
 
 
 @register_dataset

@@ -38,9 +38,10 @@ import cbor2
 from pydantic import Field
 
 from reranklab.data._options import TrainSampleOptions, count_or_all, require_files, sample_ids
+from reranklab.data._protocols import passage_ranking
 from reranklab.data._streaming import CorpusRecord, StreamingCorpusDataset
 from reranklab.data._text_files import read_trec_qrels
-from reranklab.data.base import Prepared, Protocol, RawFile
+from reranklab.data.base import Prepared, RawFile
 from reranklab.data.registry import register_dataset
 from reranklab.errors import FormatError
 from reranklab.io import Qrels
@@ -283,15 +284,8 @@ class TrecCar(StreamingCorpusDataset):
         ),
     )
     counts = {"passages": 29_678_367, "test_judgements": 5_820}
-    protocol = Protocol(
-        first_stage="bm25",
-        depth=1000,
-        inject_relevant=False,
-        split="predefined",
-        negatives_per_positive=1,
-        relevance_threshold=1,
-        metrics=("MAP",),
-        options=TrecCarOptions.defaults(),
+    protocol = passage_ranking(
+        1000, relevance_threshold=1, metrics=("MAP",), options=TrecCarOptions.defaults()
     )
     options_model = TrecCarOptions
 

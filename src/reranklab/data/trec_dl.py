@@ -29,8 +29,9 @@ from typing import Any
 from pydantic import Field
 
 from reranklab.data._options import TrainSampleOptions
+from reranklab.data._protocols import passage_ranking
 from reranklab.data._text_files import read_id_texts, read_trec_qrels
-from reranklab.data.base import Protocol, RawFile
+from reranklab.data.base import RawFile
 from reranklab.data.msmarco import (
     COLLECTION,
     MSMARCO_CITATION,
@@ -125,12 +126,8 @@ class TrecDL2019(MsMarcoTrained):
         "test_queries": 43,
         "test_judgements": 9_260,
     }
-    protocol = Protocol(
-        first_stage="bm25",
-        depth=1000,
-        inject_relevant=False,
-        split="predefined",
-        negatives_per_positive=1,
+    protocol = passage_ranking(
+        1000,
         relevance_threshold=2,
         metrics=("nDCG@10", "MAP", "MRR"),
         options=TrecDlOptions.defaults(),

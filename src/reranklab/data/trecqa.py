@@ -60,7 +60,8 @@ from pydantic import Field
 
 from reranklab.data._builder import CanonicalForm
 from reranklab.data._parsing import read_text
-from reranklab.data.base import Dataset, Prepared, Protocol, RawFile
+from reranklab.data._protocols import answer_selection
+from reranklab.data.base import Dataset, Prepared, RawFile
 from reranklab.data.registry import register_dataset
 from reranklab.errors import DownloadError, FormatError
 from reranklab.evaluation.protocol import Scoring
@@ -275,16 +276,7 @@ class TrecQA(Dataset):
         "split": {"train": 1_229, "dev": 82, "test": 100},
         "pairs": {"train": 53_417, "dev": 1_148, "test": 1_517},
     }
-    protocol = Protocol(
-        first_stage="pool",
-        depth=None,
-        inject_relevant=False,
-        split="predefined",
-        negatives_per_positive="all",
-        relevance_threshold=1,
-        metrics=("MAP", "MRR"),
-        options=TrecQAOptions.defaults(),
-    )
+    protocol = answer_selection(("MAP", "MRR"), options=TrecQAOptions.defaults())
     options_model = TrecQAOptions
     scorings = (
         Scoring(

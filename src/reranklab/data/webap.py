@@ -39,7 +39,8 @@ from typing import Any
 from pydantic import Field
 
 from reranklab.data._parsing import Element, iter_json_member_array, iter_xml_elements, read_text
-from reranklab.data.base import Dataset, Prepared, Protocol, RawFile
+from reranklab.data._protocols import cross_validated
+from reranklab.data.base import Dataset, Prepared, RawFile
 from reranklab.data.registry import register_dataset
 from reranklab.errors import DownloadError, FormatError
 from reranklab.io import Qrels
@@ -291,14 +292,10 @@ class WebAP(Dataset):
     )
     # From the official files and Mass et al.: 82 queries, 80 with a relevant passage.
     counts = {"queries": 80, "queries_in_file": 82}
-    protocol = Protocol(
-        first_stage="bm25",
-        depth=100,
+    protocol = cross_validated(
+        100,
         inject_relevant=True,
-        split="cv",
-        folds=5,
         negatives_per_positive="all",
-        relevance_threshold=1,
         metrics=("P@1", "MRR", "MAP"),
         options=WebAPOptions.defaults(),
     )

@@ -29,8 +29,9 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from reranklab.data._options import require_files
+from reranklab.data._protocols import answer_selection
 from reranklab.data._text_files import text_lines
-from reranklab.data.base import Dataset, Prepared, Protocol, RawFile
+from reranklab.data.base import Dataset, Prepared, RawFile
 from reranklab.data.registry import register_dataset
 from reranklab.errors import FormatError
 from reranklab.io import Qrels, Run
@@ -239,15 +240,7 @@ class WikiPassageQA(Dataset):
         RawFile(name=PASSAGES, url=ZIP_URL, member=f"{ZIP_FOLDER}{PASSAGES}"),
     )
     counts = {"documents": 863, "split": {"train": 3332, "dev": 417, "test": 416}}
-    protocol = Protocol(
-        first_stage="pool",
-        depth=None,
-        inject_relevant=False,
-        split="predefined",
-        negatives_per_positive=5,
-        relevance_threshold=1,
-        metrics=("MAP", "MRR", "P@1"),
-    )
+    protocol = answer_selection(("MAP", "MRR", "P@1"), negatives_per_positive=5)
 
     def parse(self, raw_dir: Path, options: dict[str, Any]) -> Prepared:
         """Parse the three split files and ``document_passages.json`` from ``raw_dir``.

@@ -34,7 +34,8 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from reranklab.data._builder import CanonicalForm
-from reranklab.data.base import Dataset, Prepared, Protocol, RawFile
+from reranklab.data._protocols import answer_selection
+from reranklab.data.base import Dataset, Prepared, RawFile
 from reranklab.data.registry import register_dataset
 from reranklab.errors import DownloadError, FormatError
 from reranklab.evaluation.protocol import Scoring
@@ -265,15 +266,7 @@ class WikiQA(Dataset):
         )
         for split, (size, sha256) in _CHECKSUMS.items()
     )
-    protocol = Protocol(
-        first_stage="pool",
-        depth=None,
-        inject_relevant=False,
-        split="predefined",
-        negatives_per_positive="all",
-        relevance_threshold=1,
-        metrics=("MAP", "MRR"),
-    )
+    protocol = answer_selection(("MAP", "MRR"))
     scorings = (
         Scoring(
             "filtered",

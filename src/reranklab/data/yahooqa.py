@@ -45,7 +45,8 @@ from pathlib import Path
 from typing import Any
 
 from reranklab.data._options import require_files
-from reranklab.data.base import Dataset, Prepared, Protocol, RawFile
+from reranklab.data._protocols import answer_selection
+from reranklab.data.base import Dataset, Prepared, RawFile
 from reranklab.data.registry import register_dataset
 from reranklab.errors import FormatError
 from reranklab.io import Qrels, Run
@@ -274,15 +275,7 @@ class YahooQA(Dataset):
         "split": {"train": "~50.1K", "dev": "~6.2K", "test": "~6.2K"},
         "pairs": {"train": "~253K", "dev": "~31.7K", "test": "~31.7K"},
     }
-    protocol = Protocol(
-        first_stage="pool",
-        depth=None,
-        inject_relevant=False,
-        split="predefined",
-        negatives_per_positive="all",
-        relevance_threshold=1,
-        metrics=("MAP", "MRR", "P@1"),
-    )
+    protocol = answer_selection(("MAP", "MRR", "P@1"))
 
     def parse(self, raw_dir: Path, options: dict[str, Any]) -> Prepared:
         """Parse ``env.pkl`` from ``raw_dir`` (without running any code it may hold).
