@@ -23,6 +23,13 @@ from snakemake.utils import min_version
 
 min_version("9.0")
 
+# Snakemake's own reader would say only "Config file is not valid JSON or YAML"; this names the
+# file, line and column in one line (reranklab.workflow.refusal).
+from reranklab.workflow.refusal import check_workflow_configfile, refused
+
+with refused():
+    check_workflow_configfile("params.yaml", workflow.config_settings.replace_workflow_config)
+
 
 configfile: "params.yaml"
 

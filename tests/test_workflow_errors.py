@@ -81,11 +81,50 @@ def test_an_encoder_train_could_not_load_is_refused_as_the_workflow_loads(tmp_pa
     run = _run(
         study, "snakemake", "-n", "--cores", "1", "--configfile", "broken.yaml", "encoder.yaml"
     )
-    said = run.stdout + run.stderr
-    assert run.returncode != 0 and "Job stats" not in said
-    assert (
-        "encoder.yaml: key training.encoder: encoder folder ./no-such-model does not exist" in said
+    assert run.returncode == 1 and "Job stats" not in run.stdout
+    # One line, no traceback: reranklab.workflow.refusal stops the load with it.
+    [line] = run.stderr.splitlines()
+    assert line.startswith("reranklab: ") and line.endswith(
+        "encoder.yaml: key training.encoder: encoder folder ./no-such-model does not exist"
     )
+
+
+def test_a_yaml_error_in_params_yaml_is_one_line_naming_its_line_and_column(tmp_path: Path):
+    """Snakemake's own reader of the Snakefile's configfile says "Config file is not valid JSON
+    or YAML" and names neither the file nor the line."""
+    study = _study(tmp_path)
+    with (study / "params.yaml").open("a") as params:
+        params.write("seeds: [1, 2\n")
+    lines = (study / "params.yaml").read_text().count("\n")
+    run = _run(study, "snakemake", "-n", "--cores", "1")
+    assert run.returncode == 1
+    assert run.stderr.splitlines() == [
+        f"reranklab: params.yaml:{lines + 1}:1: invalid YAML: expected ',' or ']', but got "
+        f"'<stream end>' (while parsing a flow sequence at line {lines}, column 8)"
+    ]
+    # Dropped by --replace-workflow-config, the file is not read: the given one is the config.
+    (study / "whole.yaml").write_text((study / "broken.yaml").read_text())
+    run = _run(
+        study,
+        "snakemake",
+        "-n",
+        "--cores",
+        "1",
+        "--replace-workflow-config",
+        "--configfile",
+        "whole.yaml",
+    )
+    assert "invalid YAML" not in run.stderr
+
+
+def test_a_wrong_value_in_a_configfile_is_one_line(tmp_path: Path):
+    study = _study(tmp_path)
+    (study / "seeds.yaml").write_text("seeds: notalist\n")
+    run = _run(study, "snakemake", "-n", "--cores", "1", "--configfile", "seeds.yaml")
+    assert run.returncode == 1
+    assert run.stderr.splitlines() == [
+        "reranklab: seeds.yaml: key seeds: expected a list, got 'notalist'"
+    ]
 
 
 def test_a_sigterm_while_a_job_fails_ends_the_run_within_seconds(tmp_path: Path):

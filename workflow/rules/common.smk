@@ -7,6 +7,7 @@ from reranklab.config import snakemake_config, with_defaults
 from reranklab.data.irds import IRDS_NAME
 from reranklab.settings.cell import Cell
 from reranklab.workflow.plan import SIGNIFICANCE, SUMMARY, StudyPlan
+from reranklab.workflow.refusal import refused
 
 
 
@@ -19,9 +20,11 @@ def _config_files():
 
 
 # Checked file by file, then the --config values (read as YAML scalars, as in a file), then
-# the merge: an error names where the wrong value is. `config` itself gets the typed values.
-config.update(snakemake_config(config, _config_files(), workflow.config_settings.config))
-CFG = with_defaults(config)
+# the merge: an error names where the wrong value is, in one line (refused: no traceback).
+# `config` itself gets the typed values.
+with refused():
+    config.update(snakemake_config(config, _config_files(), workflow.config_settings.config))
+    CFG = with_defaults(config)
 
 
 def _cores():
@@ -32,15 +35,17 @@ def _cores():
         return None
 
 
-PLAN = StudyPlan(CFG, cores=_cores())
+with refused():
+    PLAN = StudyPlan(CFG, cores=_cores())
 # What the validate-config command checks, as the workflow loads (in the main process only: a
 # cluster job's own Snakemake need not check again): a collection's missing file and an encoder
 # that train could not load are one line now, before any job (not a traceback, not after download).
 if workflow.is_main_process:
-    PLAN.check_local_files()
     from reranklab.preflight import check_encoders
 
-    check_encoders(config, [str(f) for f in _config_files()], hub_cache=False)
+    with refused():
+        PLAN.check_local_files()
+        check_encoders(config, [str(f) for f in _config_files()], hub_cache=False)
 # The conda environment (used only with --sdm conda): envs/ at the top, named relative to the rule
 # files (workflow/rules/), as Snakemake reads it.
 CONDA_ENV = "../../envs/reranklab.yaml"

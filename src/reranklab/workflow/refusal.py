@@ -1,0 +1,61 @@
+"""A configuration the workflow refuses as it loads, said in one line on the terminal.
+
+Snakemake prints an exception raised while it reads the Snakefile as its class and the Snakefile's
+line, then the message, then the last frames of the traceback: four lines or more around the one
+that says what is wrong. And it reads the Snakefile's own ``configfile:`` with a message that names
+neither the file nor the line ("Config file is not valid JSON or YAML"). The checks the Snakefile
+runs as it loads (the YAML of ``params.yaml``, the merged configuration, a collection's files, the
+encoder) raise :class:`~reranklab.errors.ReranklabError`, whose message is one line naming the file
+and the key or line; :func:`refused` prints that line and stops Snakemake with exit status 1.
+``SystemExit`` is what Snakemake lets through untouched, and at that point no job has started and
+nothing is locked, so there is nothing to clean up.
+
+Example:
+    >>> import contextlib, io
+    >>> from reranklab.errors import ConfigError
+    >>> said = io.StringIO()
+    >>> with contextlib.redirect_stderr(said):
+    ...     try:
+    ...         with refused():
+    ...             raise ConfigError("params.yaml: key seeds: not a list")
+    ...     except SystemExit as stop:
+    ...         print(stop.code)
+    1
+    >>> said.getvalue()
+    'reranklab: params.yaml: key seeds: not a list\\n'
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from reranklab.errors import ReranklabError
+
+
+@contextmanager
+def refused() -> Iterator[None]:
+    """Turns a :class:`~reranklab.errors.ReranklabError` into one line on stderr and exit 1."""
+    try:
+        yield
+    except ReranklabError as error:
+        print(f"reranklab: {error}", file=sys.stderr, flush=True)
+        raise SystemExit(1) from None
+
+
+def check_workflow_configfile(path: str | Path, replaced: bool) -> None:
+    """Reads the Snakefile's own ``configfile:`` (``params.yaml``) before Snakemake does, so a
+    YAML error in it is ``params.yaml:<line>:<column>: invalid YAML: ...``. A missing file is
+    left to Snakemake's own message, and a file that ``--replace-workflow-config`` drops is not
+    read.
+
+    Raises:
+        ConfigError: the file's YAML is invalid, its top level is not a mapping, or a key of
+            it breaks the configuration's schema (the merged configuration is checked after).
+    """
+    from reranklab.config import read_config_file
+
+    if not replaced and Path(path).is_file():
+        read_config_file(path)
