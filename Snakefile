@@ -28,7 +28,7 @@ min_version("9.0")
 from reranklab.workflow.refusal import check_workflow_configfile, refused
 
 with refused():
-    check_workflow_configfile("params.yaml", workflow.config_settings.replace_workflow_config)
+    check_workflow_configfile("params.yaml", skipped=workflow.modifier.skip_configfile)
 
 
 configfile: "params.yaml"

@@ -102,19 +102,6 @@ def test_a_yaml_error_in_params_yaml_is_one_line_naming_its_line_and_column(tmp_
         f"reranklab: params.yaml:{lines + 1}:1: invalid YAML: expected ',' or ']', but got "
         f"'<stream end>' (while parsing a flow sequence at line {lines}, column 8)"
     ]
-    # Dropped by --replace-workflow-config, the file is not read: the given one is the config.
-    (study / "whole.yaml").write_text((study / "broken.yaml").read_text())
-    run = _run(
-        study,
-        "snakemake",
-        "-n",
-        "--cores",
-        "1",
-        "--replace-workflow-config",
-        "--configfile",
-        "whole.yaml",
-    )
-    assert "invalid YAML" not in run.stderr
 
 
 def test_a_wrong_value_in_a_configfile_is_one_line(tmp_path: Path):

@@ -32,7 +32,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from reranklab.errors import ReranklabError
+import yaml
+
+from reranklab.errors import ConfigError, ReranklabError, yaml_error
 
 
 @contextmanager
@@ -45,17 +47,21 @@ def refused() -> Iterator[None]:
         raise SystemExit(1) from None
 
 
-def check_workflow_configfile(path: str | Path, replaced: bool) -> None:
-    """Reads the Snakefile's own ``configfile:`` (``params.yaml``) before Snakemake does, so a
-    YAML error in it is ``params.yaml:<line>:<column>: invalid YAML: ...``. A missing file is
-    left to Snakemake's own message, and a file that ``--replace-workflow-config`` drops is not
-    read.
+def check_workflow_configfile(path: str | Path, skipped: bool) -> None:
+    """Parses the Snakefile's own ``configfile:`` (``params.yaml``) before Snakemake does, so a
+    YAML error in it is ``params.yaml:<line>:<column>: invalid YAML: ...``. Only its YAML: its
+    keys are checked with the merged configuration, and only where it is used. Read whenever
+    Snakemake reads it (also under ``--replace-workflow-config``, which discards it after
+    reading); not in a module given its own ``config:`` (``skipped``), and a missing file is
+    left to Snakemake's own message.
 
     Raises:
-        ConfigError: the file's YAML is invalid, its top level is not a mapping, or a key of
-            it breaks the configuration's schema (the merged configuration is checked after).
+        ConfigError: the file is not valid YAML.
     """
-    from reranklab.config import read_config_file
-
-    if not replaced and Path(path).is_file():
-        read_config_file(path)
+    if skipped or not Path(path).is_file():
+        return
+    try:
+        with open(path, encoding="utf-8") as handle:
+            yaml.safe_load(handle)
+    except yaml.YAMLError as exc:
+        raise ConfigError(str(yaml_error(path, exc))) from None
