@@ -321,10 +321,14 @@ def test_a_record_counts_its_looks_and_the_claims_grade_it_at_alpha_over_them(tm
     record(
         tmp_path / "results/summary.json", tmp_path / "again", "make it", looks=3, looks_note="why"
     )
+    record(tmp_path / "results/summary.json", tmp_path / "rerun", "make it", looks_note="re-run")
     once = json.loads((tmp_path / "once/provenance.json").read_text())
     again = json.loads((tmp_path / "again/provenance.json").read_text())
+    rerun = json.loads((tmp_path / "rerun/provenance.json").read_text())
     assert "looks" not in once and (again["looks"], again["looks_note"]) == (3, "why")
+    assert (rerun["looks"], rerun["looks_note"]) == (1, "re-run")  # a re-run says why it is one
     assert study_alphas(load_evidence([tmp_path / "once"]), 0.05) == {}
+    assert study_alphas(load_evidence([tmp_path / "rerun"]), 0.05) == {}
     assert study_alphas(load_evidence([tmp_path / "again"]), 0.05) == {"p": 0.05 / 3}
 
 

@@ -393,7 +393,7 @@ def record(
             if epoch.get("device")
         ),
     }
-    if looks > 1:
+    if looks > 1 or looks_note:  # a note on one look says why a re-run is no new one
         provenance["looks"] = looks
         provenance["looks_note"] = looks_note
     if study_file is not None:

@@ -40,7 +40,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "record included (an earlier record counts): they are graded at alpha / looks",
     )
     parser.add_argument(
-        "--looks-note", default=None, help="what the earlier looks were (kept in provenance.json)"
+        "--looks-note",
+        default=None,
+        help="what the earlier looks were, or why a re-run is no new look (kept in provenance.json)",
     )
     parser.add_argument(
         "--commit",
