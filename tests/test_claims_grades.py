@@ -366,18 +366,26 @@ def test_tost_on_two_recorded_minilm_cells():
         paper="mass2019",
     )
     (grade,) = grade_claims([claim], load_evidence([folder]))
-    per_query = yaml.safe_load((folder / "per_query.json").read_text())
-    a, b = per_query["insuranceqa/pointwise/L256"], per_query["insuranceqa/bertlets/L256"]
-    diffs = np.array([a[q]["MAP"] - b[q]["MAP"] for q in sorted(a)])
-    # The record keeps each seed's overall MAP, not each seed's per-query values: the seeds'
-    # spread enters the variance through their overall effects (MS_E taken as 0).
-    per_seed = json.loads((folder / "per_seed.json").read_text())
-    seeds_a, seeds_b = per_seed["insuranceqa/pointwise/L256"], per_seed["insuranceqa/bertlets/L256"]
-    effects = np.array([seeds_a[s]["MAP"] - seeds_b[s]["MAP"] for s in sorted(seeds_a)])
-    n, k = len(diffs), len(effects)
-    query_var, seed_var = diffs.var(ddof=1) / n, effects.var(ddof=1) / k
+    # The record keeps every seed's per-query values: the difference d[seed, query] is read as
+    # a two-way layout without replication (query x seed), its mean squares written out here.
+    by_seed = json.loads((folder / "per_seed_query.json").read_text())
+    a, b = by_seed["insuranceqa/pointwise/L256"], by_seed["insuranceqa/bertlets/L256"]
+    seeds, queries = sorted(a), sorted(a["42"])
+    d = np.array([[a[s][q]["MAP"] - b[s][q]["MAP"] for q in queries] for s in seeds])
+    diffs = d.mean(axis=0)
+    k, n = d.shape
+    ms_q = k * ((diffs - d.mean()) ** 2).sum() / (n - 1)
+    ms_s = n * ((d.mean(axis=1) - d.mean()) ** 2).sum() / (k - 1)
+    residual = d - diffs[None, :] - d.mean(axis=1)[:, None] + d.mean()
+    ms_e = (residual**2).sum() / ((n - 1) * (k - 1))
+    query_var = ms_q / (n * k)
+    if ms_s > ms_e:  # the seeds spread beyond the noise
+        seed_var = (ms_s - ms_e) / (n * k)
+        pieces = [(query_var, n - 1), (ms_s / (n * k), k - 1), (ms_e / (n * k), (n - 1) * (k - 1))]
+        df = (query_var + seed_var) ** 2 / sum(v**2 / f for v, f in pieces)
+    else:
+        seed_var, df = 0.0, n - 1
     se = math.sqrt(query_var + seed_var)
-    df = (query_var + seed_var) ** 2 / (query_var**2 / (n - 1) + seed_var**2 / (k - 1))
     expected = max(
         stats.t.sf((diffs.mean() + 0.05) / se, df), stats.t.cdf((diffs.mean() - 0.05) / se, df)
     )
@@ -385,7 +393,7 @@ def test_tost_on_two_recorded_minilm_cells():
     rows = json.loads((folder / "summary.json").read_text())["rows"]
     (recorded,) = {r["n_queries"] for r in rows if r["dataset"] == "insuranceqa"}
     assert grade.n == len(diffs) == recorded and grade.p == pytest.approx(expected)
-    assert grade.test.startswith("paired TOST (over queries, with the seeds' spread")
+    assert grade.test == "paired TOST (over queries and seeds)"  # every seed's per-query values
     assert grade.effect == pytest.approx(diffs.mean())
     assert grade.power is not None  # at the margin, known without a paper effect
     # The record carries the random-order baseline and the losses: nothing is said missing.
@@ -418,6 +426,7 @@ def test_the_preamble_counts_each_models_training_questions(tmp_path):
     # Records made before the count was kept have none: the sentence says how many have one.
     for i, record in enumerate(models[:-1]):
         record["train_queries"] = 380 + i % 2
+    models[-1].pop("train_queries", None)  # as a record made before the count was kept
     (folder / "training.json").write_text(json.dumps(training))
     evidence = load_evidence([folder])
     claim = _claim(paper="mass2019", dataset="insuranceqa", a={"variant": "pointwise"})
