@@ -154,6 +154,32 @@ def validate_config(
     validate_study(study_model(extra), config, source, _labels(extra), complete=complete)
 
 
+def parse_config_yaml(path: str | os.PathLike[str], name: str | None = None) -> Any:
+    """A config file's YAML, parsed and not yet checked: each way it can fail is one line.
+
+    Args:
+        path: the file.
+        name: how messages name it (default: ``path``).
+
+    Raises:
+        ConfigError: the file is missing, is not UTF-8 text, or is not YAML
+            (``<name>:<line>:<column>: invalid YAML: ...``).
+    """
+    name = name or str(path)
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return yaml.safe_load(handle)
+    except FileNotFoundError:
+        raise ConfigError(f"config file {name} does not exist") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(str(yaml_error(name, exc))) from None
+    except UnicodeDecodeError as exc:  # a binary file, or text in another encoding
+        raise ConfigError(
+            f"{name}: not a UTF-8 text file (byte {exc.object[exc.start]:#04x}: {exc.reason});"
+            " a YAML file was expected"
+        ) from None
+
+
 def read_config_file(path: str | os.PathLike[str], name: str | None = None) -> dict[str, Any]:
     """One config file's mapping, checked alone (an error names the file and the key); the
     names of its ``grid.variant`` are checked once merged (:func:`validate_config`).
@@ -166,18 +192,7 @@ def read_config_file(path: str | os.PathLike[str], name: str | None = None) -> d
         ConfigError: the file is missing, is not YAML, is not a mapping, or breaks the model.
     """
     name = name or str(path)
-    try:
-        with open(path, encoding="utf-8") as handle:
-            data = yaml.safe_load(handle) or {}
-    except FileNotFoundError:
-        raise ConfigError(f"config file {name} does not exist") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(str(yaml_error(name, exc))) from None
-    except UnicodeDecodeError as exc:  # a binary file, or text in another encoding
-        raise ConfigError(
-            f"{name}: not a UTF-8 text file (byte {exc.object[exc.start]:#04x}: {exc.reason});"
-            " a YAML file was expected"
-        ) from None
+    data = parse_config_yaml(path, name) or {}
     if not isinstance(data, dict):
         raise ConfigError(f"{name}: expected a mapping at the top level")
     validate_config(data, source=name, complete=False)

@@ -19,14 +19,6 @@ def _config_files():
     return ([] if workflow.config_settings.replace_workflow_config else own) + given
 
 
-# Checked file by file, then the --config values (read as YAML scalars, as in a file), then
-# the merge: an error names where the wrong value is, in one line (refused: no traceback).
-# `config` itself gets the typed values.
-with refused():
-    config.update(snakemake_config(config, _config_files(), workflow.config_settings.config))
-    CFG = with_defaults(config)
-
-
 def _cores():
     """Snakemake's --cores (0 when unset); None under a cluster executor, which has none."""
     try:
@@ -35,7 +27,12 @@ def _cores():
         return None
 
 
+# Checked file by file, then the --config values (read as YAML scalars, as in a file), then
+# the merge: an error names where the wrong value is, in one line (refused: no traceback).
+# `config` itself gets the typed values.
 with refused():
+    config.update(snakemake_config(config, _config_files(), workflow.config_settings.config))
+    CFG = with_defaults(config)
     PLAN = StudyPlan(CFG, cores=_cores())
 # What the validate-config command checks, as the workflow loads (in the main process only: a
 # cluster job's own Snakemake need not check again): a collection's missing file and an encoder

@@ -32,9 +32,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import yaml
-
-from reranklab.errors import ConfigError, ReranklabError, yaml_error
+from reranklab.errors import ReranklabError
 
 
 @contextmanager
@@ -56,12 +54,9 @@ def check_workflow_configfile(path: str | Path, skipped: bool) -> None:
     left to Snakemake's own message.
 
     Raises:
-        ConfigError: the file is not valid YAML.
+        ConfigError: the file is not valid YAML, or not UTF-8 text.
     """
-    if skipped or not Path(path).is_file():
-        return
-    try:
-        with open(path, encoding="utf-8") as handle:
-            yaml.safe_load(handle)
-    except yaml.YAMLError as exc:
-        raise ConfigError(str(yaml_error(path, exc))) from None
+    from reranklab.config import parse_config_yaml
+
+    if not skipped and Path(path).is_file():
+        parse_config_yaml(path)
