@@ -231,6 +231,24 @@ def test_an_alias_may_be_named_in_another_file_than_the_one_defining_it(tmp_path
         load_params([names], {"grid": {"variant": ["x9"]}})
 
 
+def test_a_later_file_refines_an_alias_an_earlier_file_defines(tmp_path):
+    # A probe layered on a study changes its alias's settings without naming the base again.
+    defines = write(tmp_path / "study.yaml", STUDY)
+    refines = write(tmp_path / "probe.yaml", {"variants": {"bertsel_large": {"epochs": 1}}})
+    merged = load_params([defines, refines])
+    large = resolve_variant(merged, "bertsel_large")
+    assert (large.base, large.training["epochs"], large.training["margin"]) == ("bertsel", 1, 0.5)
+    config = snakemake_config(merged, [defines, refines], {})
+    assert config["variants"]["bertsel_large"]["epochs"] == 1
+    # Its values are still checked against the base's, naming the later file.
+    wrong = write(tmp_path / "wrong.yaml", {"variants": {"bertsel_large": {"margin": "x"}}})
+    with pytest.raises(ConfigError, match=r"wrong\.yaml: key variants\.bertsel_large\.margin"):
+        load_params([defines, wrong])
+    # Without the defining file first, the block names an unknown variant.
+    with pytest.raises(ConfigError, match=r"probe\.yaml: unknown variant 'bertsel_large'"):
+        load_params([refines, defines])
+
+
 # -- the workflow's plan ------------------------------------------------------------------------
 
 

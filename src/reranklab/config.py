@@ -180,13 +180,19 @@ def parse_config_yaml(path: str | os.PathLike[str], name: str | None = None) -> 
         ) from None
 
 
-def read_config_file(path: str | os.PathLike[str], name: str | None = None) -> dict[str, Any]:
+def read_config_file(
+    path: str | os.PathLike[str],
+    name: str | None = None,
+    earlier: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
     """One config file's mapping, checked alone (an error names the file and the key); the
     names of its ``grid.variant`` are checked once merged (:func:`validate_config`).
 
     Args:
         path: the file.
         name: how messages name it (default: ``path``).
+        earlier: the files before it, merged: a variant block of this file that refines an
+            alias they define (``variants.<alias>`` without ``base``) is checked as that alias.
 
     Raises:
         ConfigError: the file is missing, is not YAML, is not a mapping, or breaks the model.
@@ -195,8 +201,33 @@ def read_config_file(path: str | os.PathLike[str], name: str | None = None) -> d
     data = parse_config_yaml(path, name) or {}
     if not isinstance(data, dict):
         raise ConfigError(f"{name}: expected a mapping at the top level")
-    validate_config(data, source=name, complete=False)
+    validate_config(_with_bases(data, earlier or {}), source=name, complete=False)
     return data
+
+
+def _with_bases(data: dict[str, Any], earlier: Mapping[str, Any]) -> dict[str, Any]:
+    """``data`` as checked: its blocks refining an earlier file's alias get the alias's base,
+    as the merge will give them (a probe layered on a study changes its alias's epochs, say).
+
+    Example:
+        >>> _with_bases({"variants": {"large": {"epochs": 1}}}, {"variants": {"large": {"base": "bertsel"}}})
+        {'variants': {'large': {'base': 'bertsel', 'epochs': 1}}}
+    """
+    blocks, defined = data.get("variants"), earlier.get("variants")
+    if not isinstance(blocks, Mapping) or not isinstance(defined, Mapping):
+        return data
+    bases = {
+        alias: block[ALIAS_BASE]
+        for alias, block in defined.items()
+        if isinstance(block, Mapping) and ALIAS_BASE in block
+    }
+    refined = {
+        variant: {ALIAS_BASE: bases[variant], **block}
+        if variant in bases and isinstance(block, Mapping) and ALIAS_BASE not in block
+        else block
+        for variant, block in blocks.items()
+    }
+    return {**data, "variants": refined}
 
 
 def load_params(
@@ -225,7 +256,7 @@ def load_params(
     merged: dict[str, Any] = {}
     names = []
     for path in paths:
-        merged = deep_merge(merged, read_config_file(path))
+        merged = deep_merge(merged, read_config_file(path, earlier=merged))
         names.append(str(path))
     typed = typed_overrides(overrides or {})
     if typed:
@@ -260,10 +291,11 @@ def snakemake_config(
     Raises:
         ConfigError: naming the file, or ``--config (command line)``, and the key.
     """
-    names = []
+    names: list[str] = []
+    earlier: dict[str, Any] = {}
     for path in configfiles:
         names.append(str(_shown(Path(path))))
-        read_config_file(path, names[-1])
+        earlier = deep_merge(earlier, read_config_file(path, names[-1], earlier))
     typed = typed_overrides(overrides)
     if typed:
         validate_config(typed, source=COMMAND_LINE, complete=False)
