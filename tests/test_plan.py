@@ -253,6 +253,15 @@ def test_the_summary_lists_first_stages_first(plan):
     assert (spec.cells[1].encoder, spec.cells[1].epochs) == ("bert-base-uncased", 2)
 
 
+def test_a_study_scoring_dev_questions_says_so_in_its_rows(tmp_path):
+    # reranklab.grading.claims grades a dev-scored row only against the claims about a dev set.
+    protocol = {"sample": {"scored": "dev"}}
+    cells = SummarySpec.parse(make_plan(tmp_path, protocol=protocol).summary_spec()).cells
+    assert [(c.variant, c.scored) for c in cells] == [("bm25", "dev"), ("pointwise", "dev")]
+    # A study scoring its test questions keeps its summary spec as it was.
+    assert "scored" not in make_plan(tmp_path).summary_spec()
+
+
 def test_a_word_vector_model_on_a_vector_file_names_no_encoder(tmp_path):
     """QA-LSTM on GloVe and QA-LSTM on the encoder's word pieces are different conditions (the
     papers' numbers are GloVe's: studies/published.yaml, ``model: word-vectors``)."""

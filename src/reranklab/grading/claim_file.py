@@ -44,10 +44,13 @@ _OPTIONAL = (
     "seeds",
     "also_on",
     "stand_in",
+    "encoders",
+    "scored",
     "paper_effect",
     "not_run",
 )
 _CELL_KEYS = ("variant", "max_length", "model")
+SCORED = ("test", "dev")  # the questions a claim is about (protocol.<dataset>.scored)
 
 
 @dataclass(frozen=True)
@@ -111,6 +114,12 @@ class Claim:
     source: str = "stated"
     cites: tuple[str, ...] = ()
     stand_in: str = ""
+    # the encoders the paper compared (A's, B's) where the claim is about them (BERT-large
+    # against BERT-base): a grade on other encoders rests on a stand-in pair
+    encoders: tuple[str, str] | None = None
+    # the questions the paper's statement is about: test, or dev ("no improvement in the dev
+    # set"); graded only on rows scored on them (protocol.<dataset>.scored)
+    scored: str = "test"
     paper_effect: PaperEffect | None = None
     not_run: str = ""
     paper_max_length: int | None = None  # the paper's input length (claims file, papers:)
@@ -175,6 +184,8 @@ class Claim:
             source=source,
             cites=cites,
             stand_in=" ".join(str(raw.get("stand_in") or "").split()),
+            encoders=_encoders(raw.get("encoders"), f"{origin}, key encoders"),
+            scored=_scored(raw.get("scored", "test"), f"{origin}, key scored"),
             paper_effect=_paper_effect(
                 raw.get("paper_effect"), kind, f"{origin}, key paper_effect"
             ),
@@ -191,6 +202,24 @@ class Claim:
             "equal": f"|{a} − {b}| ≤ {self.delta:g}",
             "ratio": f"{a} / {b} ≥ {self.at_least:g} (batches/s)",
         }[self.kind]
+
+
+def _scored(raw: Any, origin: str) -> str:
+    if raw not in SCORED:
+        raise ValueError(f"{origin}: expected one of {', '.join(SCORED)}, got {raw!r}")
+    return str(raw)
+
+
+def _encoders(raw: Any, origin: str) -> tuple[str, str] | None:
+    if raw is None:
+        return None
+    if not (
+        isinstance(raw, Mapping)
+        and set(raw) == {"a", "b"}
+        and all(isinstance(v, str) and v for v in raw.values())
+    ):
+        raise ValueError(f"{origin}: expected {{a: <encoder>, b: <encoder>}}, got {raw!r}")
+    return str(raw["a"]), str(raw["b"])
 
 
 def _cites(raw: Any, origin: str) -> tuple[str, ...]:

@@ -43,6 +43,7 @@ class ClaimGrade:
     status: str
     dataset: str | None = None
     encoder: str | None = None
+    encoder_b: str | None = None
     n: int | None = None
     mean_a: float | None = None
     mean_b: float | None = None
@@ -78,8 +79,22 @@ class ClaimGrade:
 
 def on_stand_in(g: ClaimGrade) -> bool:
     """Whether the grade rests on a stand-in: a cell graded in place of a side the paper
-    compared (``stand_in``), e.g. BM25 for another work's state of the art."""
-    return bool(g.claim.stand_in) and g.status != NOT_RUN
+    compared (``stand_in``), e.g. BM25 for another work's state of the art, or, in a claim about
+    the encoders (``encoders``), two other encoders in place of the paper's (MPNet-base against
+    MiniLM-L6 for BERT-large against BERT-base)."""
+    if g.status == NOT_RUN:
+        return False
+    return bool(g.claim.stand_in) or encoder_stand_in(g) is not None
+
+
+def encoder_stand_in(g: ClaimGrade) -> str | None:
+    """``MPNet for bert-large-uncased, ...``: the encoders graded in place of those the paper
+    compared, where the claim is about its encoders and the grade's are others; else None."""
+    paper = g.claim.encoders
+    graded = (g.encoder, g.encoder_b)
+    if paper is None or g.status == NOT_RUN or graded == paper:
+        return None
+    return f"{graded[0]} (A) for {paper[0]}, {graded[1]} (B) for {paper[1]}"
 
 
 def label(g: ClaimGrade) -> str:
@@ -161,6 +176,7 @@ def _grade_json(g: ClaimGrade) -> dict[str, Any]:
         "kind": c.kind,
         "dataset": g.dataset or c.dataset,
         "paper_dataset": c.dataset,
+        "scored": c.scored,
         "measure": c.measure,
         "a": str(c.a),
         "b": str(c.b),
@@ -171,6 +187,8 @@ def _grade_json(g: ClaimGrade) -> dict[str, Any]:
         if effect is None
         else {"value": effect.value, "a": effect.a, "b": effect.b, "cite": effect.cite},
         "encoder": g.encoder,
+        "encoder_b": g.encoder_b,
+        "encoder_stand_in": encoder_stand_in(g),
         "n": g.n,
         "mean_a": g.mean_a,
         "mean_b": g.mean_b,

@@ -234,6 +234,7 @@ def paired(
         study,
         NOT_CONFIRMED,  # decided after the study's correction
         encoder=a.get("encoder") or b.get("encoder"),
+        encoder_b=b.get("encoder") or a.get("encoder"),
         n=len(common),
         mean_a=float(xa.mean()),
         mean_b=float(xb.mean()),
@@ -312,6 +313,7 @@ def ratio(claim: Claim, study: str, a: Mapping, b: Mapping, evidence: Evidence) 
         study,
         status,
         encoder=a.get("encoder") or b.get("encoder"),
+        encoder_b=b.get("encoder") or a.get("encoder"),
         mean_a=fmean(speed_a),
         mean_b=fmean(speed_b),
         effect=ratio,

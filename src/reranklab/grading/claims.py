@@ -137,9 +137,16 @@ def _studies_of(claim: Claim, rows: Sequence[Mapping[str, Any]]) -> list[str]:
         dict.fromkeys(
             row["study"]
             for row in rows
-            if row.get("study") == claim.study or row.get("paper") == claim.paper
+            if (row.get("study") == claim.study or row.get("paper") == claim.paper)
+            and _scored_as(claim, row)
         )
     )
+
+
+def _scored_as(claim: Claim, row: Mapping[str, Any]) -> bool:
+    """Whether the row was scored on the questions the claim is about (test unless a study's
+    ``protocol.<dataset>.scored`` is dev): a dev-scored study grades only the dev claims."""
+    return row.get("scored", "test") == claim.scored
 
 
 def _verdict(p_claim: float, p_against: float, alpha: float) -> str:
@@ -365,12 +372,17 @@ def grade_claims(
                     claim.study,
                     NOT_RUN,
                     claim.dataset,
-                    reason="no given summary runs this paper",
+                    reason="no given summary runs this paper"
+                    if claim.scored == "test"
+                    else "a statement about the dev set: no given summary of this paper scores"
+                    " its dev questions (protocol.<dataset>.scored: dev)",
                 )
             )
             continue
         for study in studies:
-            rows = [row for row in evidence.rows if row.get("study") == study]
+            rows = [
+                row for row in evidence.rows if row.get("study") == study and _scored_as(claim, row)
+            ]
             for dataset in _datasets(claim, rows):
                 level = alphas.get(study, alpha)
                 grades.append(_grade_one(claim, study, dataset, rows, evidence, level, gate))

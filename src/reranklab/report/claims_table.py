@@ -13,6 +13,7 @@ from reranklab.grading.claim_grade import (
     INCONCLUSIVE,
     ClaimGrade,
     counts,
+    encoder_stand_in,
     label,
     on_stand_in,
     power_counts,
@@ -135,6 +136,8 @@ def _notes(g: ClaimGrade) -> str:
     parts += _compact(g.notes)
     if g.claim.stand_in:
         parts.append(f"stand-in: {g.claim.stand_in}")
+    if pair := encoder_stand_in(g):
+        parts.append(f"stand-in encoders: {pair}")
     if g.claim.note:
         parts.append(g.claim.note)
     return "; ".join(parts)

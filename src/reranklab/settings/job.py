@@ -216,6 +216,8 @@ class SummaryCell(JobSpec):
     metrics_path: str
     study: str
     paper: str | None = None
+    # the questions scored where they are not the test questions (protocol.<dataset>.scored)
+    scored: Literal["dev"] | None = None
     encoder: str | None = None
     epochs: int | None = None
     base: str | None = None  # an alias's registered variant (variants.<alias>.base)

@@ -405,9 +405,15 @@ class StudyPlan:
         self, dataset: str, variant: str, max_length: int | None
     ) -> dict[str, Any]:
         """What ``reranklab regress`` matches a summary row by: the study (and the paper it
-        replicates, where the config names one), and a re-ranker's encoder and epochs."""
+        replicates, where the config names one), the questions scored where they are dev
+        questions, and a re-ranker's encoder and epochs."""
         paper = (self.config.get("paper") or {}).get("id")
         study = {"study": self.config["study"], **({"paper": paper} if paper else {})}
+        scored = self.protocol(dataset).get("scored", "test")
+        if scored != "test":
+            # A row scored on dev questions grades only the claims about a dev set (only when
+            # set: a study scoring its test queries keeps its summary job's spec).
+            study["scored"] = scored
         if max_length is None:
             return study
         from reranklab.models.registry import cell_spec
