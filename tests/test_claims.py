@@ -536,6 +536,25 @@ def test_a_dev_claim_is_graded_on_dev_scored_rows_and_a_test_claim_never_on_them
         _claim(scored="train")
 
 
+def test_a_study_naming_some_of_its_papers_claims_grades_only_those(tmp_path, rng):
+    base = rng.uniform(0.1, 0.5, len(QIDS))
+    main_study = _recorded(tmp_path, {"bm25": list(base), "small": list(base + 0.1)})
+    values = {"bm25": list(base), "small": list(base + 0.1), "large": list(base + 0.2)}
+    sizes = _recorded(tmp_path, values, study="p-sizes")
+    summary = json.loads((sizes / "summary.json").read_text())
+    for row in summary["rows"]:
+        row["claims"] = ["p/large-*"]  # as paper.claims writes it
+    write_json(sizes / "summary.json", summary)
+    small = _claim(id="p/small-beats-bm25", a="small")
+    large = _claim(id="p/large-beats-small", a="large", b="small")
+    grades = grade_claims([small, large], load_evidence([main_study, sizes]))
+    # Each claim once: the main study's not again on the sizes study, nor NOT RUN there.
+    assert [(g.claim.id, g.study, g.status) for g in grades] == [
+        ("p/small-beats-bm25", "p-minilm", CONFIRMED),
+        ("p/large-beats-small", "p-sizes", CONFIRMED),
+    ]
+
+
 def test_a_claims_encoders_are_two_names():
     with pytest.raises(ValueError, match="key encoders: expected {a: <encoder>, b: <encoder>}"):
         _claim(encoders={"a": "bert-large-uncased"})

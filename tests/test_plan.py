@@ -262,6 +262,12 @@ def test_a_study_scoring_dev_questions_says_so_in_its_rows(tmp_path):
     assert "scored" not in make_plan(tmp_path).summary_spec()
 
 
+def test_a_study_for_some_of_its_papers_claims_names_them_in_its_rows(tmp_path):
+    paper = {"id": "p", "cite": "papers/p.txt:1", "claims": ["p/large-beats-base*"]}
+    cells = SummarySpec.parse(make_plan(tmp_path, paper=paper).summary_spec()).cells
+    assert {(c.paper, tuple(c.claims or ())) for c in cells} == {("p", ("p/large-beats-base*",))}
+
+
 def test_a_word_vector_model_on_a_vector_file_names_no_encoder(tmp_path):
     """QA-LSTM on GloVe and QA-LSTM on the encoder's word pieces are different conditions (the
     papers' numbers are GloVe's: studies/published.yaml, ``model: word-vectors``)."""

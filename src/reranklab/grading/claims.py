@@ -81,6 +81,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from fnmatch import fnmatchcase
 from typing import Any
 
 from reranklab.grading.claim_file import Claim
@@ -138,14 +139,26 @@ def _studies_of(claim: Claim, rows: Sequence[Mapping[str, Any]]) -> list[str]:
             row["study"]
             for row in rows
             if (row.get("study") == claim.study or row.get("paper") == claim.paper)
-            and _scored_as(claim, row)
+            and _row_grades(claim, row)
         )
     )
 
 
-def _scored_as(claim: Claim, row: Mapping[str, Any]) -> bool:
-    """Whether the row was scored on the questions the claim is about (test unless a study's
-    ``protocol.<dataset>.scored`` is dev): a dev-scored study grades only the dev claims."""
+def _row_grades(claim: Claim, row: Mapping[str, Any]) -> bool:
+    """Whether the row grades the claim: it was scored on the questions the claim is about
+    (test unless a study's ``protocol.<dataset>.scored`` is dev: a dev-scored study grades only
+    the dev claims), and its study grades the claim (``paper.claims``, patterns; all if unset).
+
+    Example:
+        >>> claim = Claim.from_mapping({"id": "p/large-beats-base", "paper": "p", "claim": "x",
+        ...     "source": "stated", "cite": "papers/p.txt:1", "kind": "better", "dataset": "d",
+        ...     "a": "large", "b": "base"}, "claim")
+        >>> _row_grades(claim, {"claims": ["p/large-*"]}), _row_grades(claim, {"scored": "dev"})
+        (True, False)
+    """
+    patterns = row.get("claims")
+    if patterns and not any(fnmatchcase(claim.id, p) for p in patterns):
+        return False
     return row.get("scored", "test") == claim.scored
 
 
@@ -379,11 +392,18 @@ def grade_claims(
                 )
             )
             continue
+        mine = []
         for study in studies:
             rows = [
-                row for row in evidence.rows if row.get("study") == study and _scored_as(claim, row)
+                row
+                for row in evidence.rows
+                if row.get("study") == study and _row_grades(claim, row)
             ]
             for dataset in _datasets(claim, rows):
                 level = alphas.get(study, alpha)
-                grades.append(_grade_one(claim, study, dataset, rows, evidence, level, gate))
+                mine.append(_grade_one(claim, study, dataset, rows, evidence, level, gate))
+        # A study that lacks the cells says NOT RUN only where no other study graded the claim
+        # (the paper's main study beside one run for its large-vs-base claims, say).
+        graded = [g for g in mine if g.status != NOT_RUN]
+        grades += graded or mine
     return _decide(grades, alpha, correction, alphas)

@@ -57,7 +57,7 @@ from reranklab.report.summary_text import (
 
 FIRST_STAGE_VARIANTS = ("bm25", "pool")
 # Settings of a cell copied into its summary.json row (reranklab.grading.regress grades by them).
-CELL_SETTINGS = ("study", "paper", "scored", "encoder", "epochs")
+CELL_SETTINGS = ("study", "paper", "claims", "scored", "encoder", "epochs")
 
 
 def is_first_stage(cell: dict[str, Any]) -> bool:

@@ -216,6 +216,7 @@ class SummaryCell(JobSpec):
     metrics_path: str
     study: str
     paper: str | None = None
+    claims: list[str] | None = None  # the paper's claims the study grades (paper.claims)
     # the questions scored where they are not the test questions (protocol.<dataset>.scored)
     scored: Literal["dev"] | None = None
     encoder: str | None = None

@@ -166,6 +166,10 @@ class Paper(Section):
         min_length=1,
         description="Where its text is, file:line, e.g. papers/mass2019.txt:3.",
     )
+    claims: list[Annotated[str, Field(min_length=1)]] | None = Field(
+        None,
+        description="The paper's claims this study grades (studies/claims.yaml ids, shell-style patterns such as monobert2019/large-beats-base*): a study run for some of them (two encoders, say) beside the paper's main study. null = all of them.",
+    )
 
 
 class Deviation(Section):

@@ -405,10 +405,13 @@ class StudyPlan:
         self, dataset: str, variant: str, max_length: int | None
     ) -> dict[str, Any]:
         """What ``reranklab regress`` matches a summary row by: the study (and the paper it
-        replicates, where the config names one), the questions scored where they are dev
-        questions, and a re-ranker's encoder and epochs."""
-        paper = (self.config.get("paper") or {}).get("id")
-        study = {"study": self.config["study"], **({"paper": paper} if paper else {})}
+        replicates, where the config names one, and which of its claims where it names them),
+        the questions scored where they are dev questions, and a re-ranker's encoder and
+        epochs."""
+        paper = self.config.get("paper") or {}
+        study = {"study": self.config["study"], **({"paper": paper["id"]} if paper else {})}
+        if paper.get("claims"):  # the only claims of its paper this study grades
+            study["claims"] = list(paper["claims"])
         scored = self.protocol(dataset).get("scored", "test")
         if scored != "test":
             # A row scored on dev questions grades only the claims about a dev set (only when
