@@ -107,7 +107,7 @@ docs: install
 # On cores shared with other work, say what ran (SHARED='the test suite'): the record keeps it.
 # A re-record whose claims were graded before on the same test questions counts its looks
 # (LOOKS=3 LOOKS_NOTE='...'): the claims then grade it at alpha / LOOKS.
-MINILM_STUDIES := bertdmn2021 markedbert2020 monobert2019 monobert2019-dev monobert2019-sizes mass2019 bertsel2020 biencoder
+MINILM_STUDIES := bertdmn2021 markedbert2020 monobert2019 monobert2019-dev monobert2019-sizes mass2019 mass2019-lengths mass2019-chunks bertsel2020 biencoder
 MINILM_TARGETS := $(addprefix minilm-,$(MINILM_STUDIES))
 MINILM_WORK ?= $(CURDIR)/results/minilm
 MINILM_OUT := studies/results/minilm-cpu
