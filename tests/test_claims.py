@@ -156,6 +156,41 @@ def test_a_ratio_claim_is_graded_on_the_later_epochs(tmp_path):
     assert grades[0].effect == pytest.approx(6.0)  # epoch 2 only: 60 / 10
 
 
+def test_a_ratio_claim_on_a_first_epoch_adds_the_encoder_pass(tmp_path):
+    # BERT-DMN_lite's first epoch: the encode rule's pass over the training pairs (30 s) and the
+    # first cached epoch (10 s) for 100 steps; BERT takes 80 s an epoch for the same 100 steps.
+    lite = [
+        {"epoch": 1, "steps": 100, "seconds": 10.0, "pairs": 800, "encoder_pass_seconds": 30.0},
+        {"epoch": 2, "steps": 100, "seconds": 10.0, "pairs": 800},
+    ]
+    for epoch in lite:
+        epoch["batches_per_s"] = epoch["steps"] / epoch["seconds"]
+        epoch["pairs_per_s"] = epoch["pairs"] / epoch["seconds"]
+    bert = [{"epoch": e, "steps": 100, "seconds": 80.0, "pairs": 800} for e in (1, 2)]
+    for epoch in bert:
+        epoch.update(batches_per_s=100 / 80.0, pairs_per_s=800 / 80.0)
+    timings = {"d/lite/L128": lite, "d/bert/L128": bert}
+    folder = _recorded(tmp_path, {"lite": [0.1] * 3, "bert": [0.1] * 3}, timings)
+    first = {"variant": "lite", "epoch": "first"}
+    claim = _claim(id="p/first", kind="ratio", a=first, b="bert", at_least=1.1, measure=None)
+    (grade,) = grade_claims([claim], load_evidence([folder]))
+    assert grade.status == CONFIRMED and grade.effect == pytest.approx(80.0 / 40.0)
+    assert (
+        grade.test
+        == "ratio of mean training pairs/s (A: first epoch, encoder pass included; B: later epochs)"
+    )
+    assert str(claim.a) == "lite (first epoch)"
+    # A record whose encode rule did not time the pass: NOT RUN, saying why.
+    del lite[0]["encoder_pass_seconds"]
+    folder = _recorded(tmp_path / "old", {"lite": [0.1] * 3, "bert": [0.1] * 3}, timings)
+    (grade,) = grade_claims([claim], load_evidence([folder]))
+    assert grade.status == NOT_RUN and grade.reason.startswith(
+        "no first epoch with its encoder pass"
+    )
+    with pytest.raises(ValueError, match="key epoch: expected one of first, got 'last'"):
+        _claim(a={"variant": "lite", "epoch": "last"})
+
+
 def test_a_ratio_at_unequal_batches_compares_pairs_per_second_or_is_not_run(tmp_path):
     # The lite model trains at 32 pairs a step, the full one at 8: 4x its batches/s would be
     # 1x per pair. Per pair where recorded; never batches of different sizes.

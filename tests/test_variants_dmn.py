@@ -542,6 +542,7 @@ def test_lite_training_encodes_each_pair_once_and_reuses_the_features(
     # The 32 distinct pairs go through the encoder once, before the first epoch, however many epochs follow.
     assert one == three == 32
     assert stats[3]["pairs_encoded"] == 32 and stats[3]["pairs_from_cache"] == 0
+    assert stats[3]["encoder_pass_seconds"] > 0  # encoded by the training job itself
     assert stats[3]["steps"] == 3 * stats[1]["steps"]
     # The encoder's weights are untouched and the saved model holds only the head.
     encoder = load_encoder(str(mixing_bert))[0]
@@ -563,6 +564,10 @@ def test_with_the_encode_cache_training_and_reranking_never_run_the_encoder(
     )
     # Training pairs (8 queries x 4) plus the test candidates of 4 queries, all already among them.
     assert meta["pairs"] == 32 and meta["fields"] == ["cls"]
+    # The training pairs' share of the encoder time is the first epoch's encoder pass.
+    assert meta["timed_pairs"] == 32
+    assert meta["timed_encode_seconds"] == pytest.approx(meta["encode_seconds"])
+    assert meta["encode_seconds"] > 0
 
     def refuse(self):
         raise AssertionError("the frozen encoder was loaded although every pair is cached")
@@ -578,6 +583,7 @@ def test_with_the_encode_cache_training_and_reranking_never_run_the_encoder(
         frozen_features=tmp_path / "cache",
     )
     assert stats["pairs_from_cache"] == 32 and stats["pairs_encoded"] == 0
+    assert stats["encoder_pass_seconds"] == meta["timed_encode_seconds"]
     run = rerank(
         tmp_path / "model",
         candidates(),
@@ -590,6 +596,26 @@ def test_with_the_encode_cache_training_and_reranking_never_run_the_encoder(
         frozen_features=tmp_path / "cache",
     )
     assert sorted(run) == sorted(QIDS[:4])
+
+
+def test_the_timed_pairs_get_their_share_of_each_batchs_encoder_time(toy_bert):
+    from reranklab.models.encoder import load_encoder
+    from reranklab.models.frozen_features import extract_features
+
+    encoder, tokenizer = load_encoder(str(toy_bert))
+    texts = [(QUERIES[q], CORPUS[positive(q)]) for q in QIDS[:3]]
+    timed = np.array([True, False, False])
+    one_batch = extract_features(
+        encoder, tokenizer, texts, 32, ("cls",), batch_size=3, progress=False, timed=timed
+    )
+    assert one_batch.timed_seconds == pytest.approx(one_batch.encode_seconds / 3)
+    # A pair per batch: the timed pair's own batch, less than the whole pass.
+    apart = extract_features(
+        encoder, tokenizer, texts, 32, ("cls",), batch_size=1, progress=False, timed=timed
+    )
+    assert 0 < apart.timed_seconds < apart.encode_seconds
+    untimed = extract_features(encoder, tokenizer, texts, 32, ("cls",), progress=False)
+    assert untimed.timed_seconds is None and untimed.encode_seconds > 0
 
 
 def test_encode_refuses_a_variant_without_a_cache(toy_bert, tmp_path):

@@ -49,7 +49,8 @@ _OPTIONAL = (
     "paper_effect",
     "not_run",
 )
-_CELL_KEYS = ("variant", "max_length", "model")
+_CELL_KEYS = ("variant", "max_length", "model", "epoch")
+EPOCHS = ("first",)  # a ratio claim's side timed on its first epoch (default: the later ones)
 SCORED = ("test", "dev")  # the questions a claim is about (protocol.<dataset>.scored)
 
 
@@ -60,6 +61,9 @@ class CellRef:
     variant: str
     max_length: int | None = None
     model: str | None = None
+    # "first": a ratio claim times this side's first epoch, a lite model's encoder pass
+    # included (BERT-DMN's Table 3); by default the later epochs
+    epoch: str | None = None
 
     def matches(self, row: Mapping[str, Any]) -> bool:
         if row.get("variant") != self.variant:
@@ -70,7 +74,8 @@ class CellRef:
 
     def __str__(self) -> str:
         text = self.variant + ("" if self.max_length is None else f"-L{self.max_length}")
-        return text + (f" [{self.model}]" if self.model else "")
+        text += f" [{self.model}]" if self.model else ""
+        return text + (f" ({self.epoch} epoch)" if self.epoch else "")
 
 
 @dataclass(frozen=True)
@@ -233,11 +238,16 @@ def _cell(raw: Any, origin: str) -> CellRef:
     if isinstance(raw, str):
         return CellRef(raw)
     if not isinstance(raw, Mapping) or not raw.get("variant"):
-        raise ValueError(f"{origin}: expected a variant name or {{variant, max_length, model}}")
+        raise ValueError(
+            f"{origin}: expected a variant name or {{variant, max_length, model, epoch}}"
+        )
     unknown = [k for k in raw if k not in _CELL_KEYS]
     if unknown:
         raise ValueError(f"{origin}: unknown key {unknown[0]} (allowed: {', '.join(_CELL_KEYS)})")
-    return CellRef(str(raw["variant"]), raw.get("max_length"), raw.get("model"))
+    epoch = raw.get("epoch")
+    if epoch is not None and epoch not in EPOCHS:
+        raise ValueError(f"{origin}, key epoch: expected one of {', '.join(EPOCHS)}, got {epoch!r}")
+    return CellRef(str(raw["variant"]), raw.get("max_length"), raw.get("model"), epoch)
 
 
 def _paper_effect(raw: Any, kind: str, origin: str) -> PaperEffect | None:

@@ -125,7 +125,13 @@ def _resolve(path: str, summary: Path) -> Path:
 
 def _epoch_speed(stats: Mapping[str, Any]) -> list[dict[str, Any]]:
     if stats.get("epoch_speed"):
-        return [dict(epoch) for epoch in stats["epoch_speed"]]
+        epochs = [dict(epoch) for epoch in stats["epoch_speed"]]
+        if stats.get("encoder_pass_seconds") is not None:
+            # a lite model's first epoch also holds its encoder pass (the encode rule's)
+            for epoch in epochs:
+                if epoch.get("epoch") == 1:
+                    epoch["encoder_pass_seconds"] = stats["encoder_pass_seconds"]
+        return epochs
     steps, seconds = stats.get("steps"), stats.get("train_seconds")
     if not steps or not seconds:
         return []

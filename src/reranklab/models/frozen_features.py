@@ -21,6 +21,7 @@ encoded once, before the first epoch, and kept in memory.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -67,6 +68,10 @@ class FeatureArrays:
     query_offsets: np.ndarray | None = None
     sentences: np.ndarray | None = None
     sentence_offsets: np.ndarray | None = None
+    # the encoder's seconds over all pairs, and the share of the pairs extract_features was
+    # told to time (a fold's training pairs: the first epoch's encoder pass of a lite model)
+    encode_seconds: float | None = None
+    timed_seconds: float | None = None
 
     def __len__(self) -> int:
         return len(self.cls)
@@ -110,6 +115,7 @@ def extract_features(
     device: torch.device | str = "cpu",
     out_dir: Path | None = None,
     progress: bool = True,
+    timed: np.ndarray | None = None,
 ) -> FeatureArrays:
     """Run the frozen ``encoder`` once over ``(query, passage)`` texts and keep ``fields``.
 
@@ -127,6 +133,9 @@ def extract_features(
         device: where the encoder runs (it is moved there).
         out_dir: write the arrays as ``.npy`` files there (memory-mapped) instead of in memory.
         progress: show tqdm bars.
+        timed: a mask over the pairs whose share of the encoder time is measured
+            (``timed_seconds``): each batch's seconds are shared among its pairs, since the
+            length-sorted batches mix them with the others.
 
     Example:
         >>> from reranklab.models.tiny import tiny_encoder
@@ -163,6 +172,7 @@ def extract_features(
     pad_id = int(tokenizer.pad_token_id or 0)
     batches = length_sorted_batches(pairs.lengths, batch_size)
     status = Status("encode", len(pairs.lengths), unit="pairs", rate_unit="pairs", enabled=progress)
+    arrays.encode_seconds, arrays.timed_seconds = 0.0, 0.0 if timed is not None else None
     with torch.inference_mode():
         for rows in tqdm(
             batches,
@@ -171,6 +181,7 @@ def extract_features(
             disable=not progress or not batches,
             mininterval=1.0,
         ):
+            started = time.perf_counter()
             inputs = pairs.encoded.pad(rows, pad_id, 8 if device.type == "cuda" else None)
             width = inputs["input_ids"].shape[1]
             inputs = {k: v.to(device) for k, v in inputs.items()}
@@ -195,6 +206,10 @@ def extract_features(
                 for k, row in enumerate(rows.tolist()):
                     count = offsets[row + 1] - offsets[row]
                     target[offsets[row] : offsets[row + 1]] = out[name][k, :count]
+            seconds = time.perf_counter() - started
+            arrays.encode_seconds += seconds
+            if timed is not None:
+                arrays.timed_seconds += seconds * float(np.count_nonzero(timed[rows])) / len(rows)
     status.close()
     return arrays
 
@@ -212,6 +227,7 @@ def write_frozen_cache(
     batch_size: int = 64,
     device: torch.device | str = "cpu",
     progress: bool = True,
+    timed: Sequence[bool] | None = None,
 ) -> dict[str, Any]:
     """Encode the pairs ``keys`` (texts ``texts``) once and write the cache ``directory`` atomically.
 
@@ -222,9 +238,12 @@ def write_frozen_cache(
         encoder_name: ``training.encoder`` (recorded; a model trained on another encoder
             refuses the cache).
         max_length, fields, batch_size, device, progress: see :func:`extract_features`.
+        timed: which pairs' share of the encoder time to record (``timed_pairs``,
+            ``timed_encode_seconds``): a fold's training pairs, whose encoder pass is part of a
+            lite model's first epoch.
 
     Returns:
-        The ``meta.json`` written.
+        The ``meta.json`` written (its ``encode_seconds``: the encoder's time over all pairs).
 
     Example:
         >>> import tempfile
@@ -250,6 +269,7 @@ def write_frozen_cache(
             device=device,
             out_dir=tmp,
             progress=progress,
+            timed=None if timed is None else np.asarray(timed, dtype=bool),
         )
         for name in _RAGGED.values():
             offsets = getattr(arrays, name)
@@ -276,7 +296,11 @@ def write_frozen_cache(
             if arrays.sentence_offsets is not None
             else None,
             "dtype": "float32",
+            "encode_seconds": arrays.encode_seconds,
         }
+        if timed is not None:
+            meta["timed_pairs"] = int(np.count_nonzero(timed))
+            meta["timed_encode_seconds"] = arrays.timed_seconds
         write_json(tmp / META_FILE, meta)
     log.info(
         "feature cache %s: %d pairs, fields %s", directory, len(keys), ", ".join(meta["fields"])
@@ -386,6 +410,9 @@ class FrozenFeatureStore:
     parts: list[tuple[FeatureArrays, list[int]]]
     fields: tuple[str, ...]
     counts: dict[str, int] = field(default_factory=dict)
+    # the encoder's seconds over these keys: the cache's timed share (the encode rule times its
+    # fold's training pairs) plus the pairs encoded now; None where the cache timed none
+    encoder_seconds: float | None = None
 
     def __post_init__(self) -> None:
         self.position = {key: i for i, key in enumerate(self.keys)}
@@ -457,6 +484,19 @@ class FrozenFeatureStore:
 
     def summary(self) -> dict[str, Any]:
         return dict(self.counts)
+
+
+def _encoder_seconds(
+    cache: FrozenCache | None, cached: int, encoded_now: FeatureArrays | None
+) -> float | None:
+    """The encoder's time over a store's keys, where the cache timed exactly those it holds of
+    them (a fold's training pairs, ``timed_pairs``), plus the pairs encoded now."""
+    now = (encoded_now.encode_seconds or 0.0) if encoded_now is not None else 0.0
+    if cache is None or not cached:
+        return now if encoded_now is not None else None
+    if cache.meta.get("timed_pairs") != cached:  # the cache timed other pairs (or none)
+        return None
+    return float(cache.meta["timed_encode_seconds"]) + now
 
 
 def build_frozen_store(
@@ -532,6 +572,9 @@ def build_frozen_store(
         order += [keys[i] for i in missing]
     counts = {"pairs_from_cache": len(cached_rows), "pairs_encoded": len(missing)}
     store = FrozenFeatureStore(order, parts, tuple(fields), counts)
+    store.encoder_seconds = _encoder_seconds(
+        cache, len(cached_rows), parts[-1][0] if missing else None
+    )
     log.info(
         "features of %d pairs: %d from the cache, %d encoded now",
         len(keys),

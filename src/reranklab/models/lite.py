@@ -252,12 +252,19 @@ def encode_pairs(
     *,
     device: torch.device | str = "cpu",
     progress: bool = True,
+    training_pairs: int = 0,
 ) -> dict[str, Any]:
     """The ``encode`` hook of the lite variants: write the frozen-feature cache of ``id_pairs``.
+
+    Args:
+        training_pairs: the first ``training_pairs`` of ``id_pairs`` are the fold's training
+            pairs, whose share of the encoder time the cache records (``timed_encode_seconds``).
 
     Returns:
         The cache's ``meta.json``.
     """
+    id_pairs = list(id_pairs)
+    training = set(id_pairs[:training_pairs])
     keys = list(distinct_pairs(id_pairs, queries, corpus))
     encoder, tokenizer = model.frozen_encoder()
     return write_frozen_cache(
@@ -272,4 +279,5 @@ def encode_pairs(
         batch_size=model.encode_batch_size,
         device=device,
         progress=progress,
+        timed=[key in training for key in keys] if training_pairs else None,
     )

@@ -28,8 +28,9 @@ def fold_pairs(
     examples_path: Path,
     candidates: Mapping[str, Mapping[str, float]],
     test_qids: Sequence[str],
-) -> list[tuple[str, str]]:
-    """The distinct (qid, pid) pairs of a fold: its training examples', then its test candidates'.
+) -> tuple[list[tuple[str, str]], int]:
+    """The distinct (qid, pid) pairs of a fold: its training examples', then its test
+    candidates'; and how many of them are the training examples'.
 
     Example:
         >>> import tempfile
@@ -37,15 +38,15 @@ def fold_pairs(
         >>> examples = Path(tempfile.mkdtemp()) / "triplets.parquet"
         >>> pq.write_table(pa.table({"qid": ["q1"], "pos_pid": ["p1"], "neg_pid": ["p2"]}), examples)
         >>> fold_pairs("triplet", examples, {"q1": {"p1": 1.0}, "q2": {"p1": 2.0, "p3": 1.0}}, ["q2"])
-        [('q1', 'p1'), ('q1', 'p2'), ('q2', 'p1'), ('q2', 'p3')]
+        ([('q1', 'p1'), ('q1', 'p2'), ('q2', 'p1'), ('q2', 'p3')], 2)
     """
     from reranklab.training.plan import read_examples
 
     collator_cls = collator_for(example_kind)
     columns = read_examples(examples_path, collator_cls.columns)
-    keys = collator_cls.pair_keys(columns)
-    keys += [(qid, pid) for qid in dict.fromkeys(test_qids) for pid in candidates.get(qid, {})]
-    return list(dict.fromkeys(keys))
+    training = list(dict.fromkeys(collator_cls.pair_keys(columns)))
+    test = [(qid, pid) for qid in dict.fromkeys(test_qids) for pid in candidates.get(qid, {})]
+    return list(dict.fromkeys(training + test)), len(training)
 
 
 def encode_fold(
@@ -96,10 +97,19 @@ def encode_fold(
     settings = training_view(training)
     set_threads(settings.threads or int(threads or 0))
     device = select_device(settings.device)
-    keys = fold_pairs(spec.example_kind, Path(examples_path), candidates, test_qids)
+    keys, training_pairs = fold_pairs(spec.example_kind, Path(examples_path), candidates, test_qids)
     model = spec.build(settings.encoder, training, int(cell["max_length"]))
     meta = dict(
-        spec.encode(model, keys, queries, corpus, Path(out_dir), device=device, progress=progress)
+        spec.encode(
+            model,
+            keys,
+            queries,
+            corpus,
+            Path(out_dir),
+            device=device,
+            progress=progress,
+            training_pairs=training_pairs,
+        )
     )
     meta["seconds"] = time.perf_counter() - started
     log.info(

@@ -197,6 +197,7 @@ def _stats(
         "gradient_checkpointing": settings.gradient_checkpointing,
         "dataloader_workers": settings.dataloader_workers,
         **(plan.cache.summary() if plan.cache is not None else {}),
+        **_encoder_pass(features),
         "train_seconds": seconds,
         "tokenize_seconds": plan.tokenize_seconds,
         "seconds": time.perf_counter() - started,
@@ -288,3 +289,11 @@ def train_model(
         stats["pairs_per_s"] or 0.0,
     )
     return stats
+
+
+def _encoder_pass(features: Any) -> dict[str, float]:
+    """A lite model's first epoch is its frozen encoder's pass over the training pairs (the
+    encode rule's, timed there, or this job's) and its first cached epoch (BERT-DMN's Table 3):
+    ``encoder_pass_seconds`` where the features know that time."""
+    seconds = getattr(features, "encoder_seconds", None)
+    return {} if seconds is None else {"encoder_pass_seconds": float(seconds)}
