@@ -32,7 +32,7 @@ def test_the_studies_page_gives_each_recorded_studys_time():
 
     table = {}
     for line in (REPO / "docs/studies.md").read_text().splitlines():
-        found = re.match(r"^\| `(\w+)\.yaml`.*\| (\d+) min \|$", line)
+        found = re.match(r"^\| `([\w-]+)\.yaml`.*\| (\d+) min \|$", line)
         if found:
             table[found.group(1)] = int(found.group(2))
     for provenance in sorted((REPO / "studies/results/minilm-cpu").glob("*/provenance.json")):
