@@ -152,7 +152,7 @@ def _row_grades(claim: Claim, row: Mapping[str, Any]) -> bool:
     Example:
         >>> claim = Claim.from_mapping({"id": "p/large-beats-base", "paper": "p", "claim": "x",
         ...     "source": "stated", "cite": "papers/p.txt:1", "kind": "better", "dataset": "d",
-        ...     "a": "large", "b": "base"}, "claim")
+        ...     "measure": "MAP", "a": "large", "b": "base"}, "claim")
         >>> _row_grades(claim, {"claims": ["p/large-*"]}), _row_grades(claim, {"scored": "dev"})
         (True, False)
     """
