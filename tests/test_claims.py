@@ -557,6 +557,7 @@ def test_a_dev_claim_is_graded_on_dev_scored_rows_and_a_test_claim_never_on_them
     summary = json.loads((dev_folder / "summary.json").read_text())
     for row in summary["rows"]:
         row["scored"] = "dev"  # as a study with protocol.<dataset>.scored: dev writes it
+        row["n_queries"] = len(QIDS)
     write_json(dev_folder / "summary.json", summary)
     on_test = _claim(id="p/good-beats-bm25", a="good")
     on_dev = _claim(
@@ -568,6 +569,8 @@ def test_a_dev_claim_is_graded_on_dev_scored_rows_and_a_test_claim_never_on_them
         ("p/no-gain-from-longer", "p-dev", CONFIRMED),
     ]
     assert claim_grade.to_json(grades)["claims"][1]["scored"] == "dev"
+    evidence = load_evidence([test_folder, dev_folder])
+    assert f"d ({len(QIDS)} dev queries)" in claims_table.describe_evidence(grades, evidence)
     # No study scoring dev questions: the dev claim says so.
     (alone,) = grade_claims([on_dev], load_evidence([test_folder]))
     assert (

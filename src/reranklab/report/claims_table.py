@@ -266,10 +266,17 @@ def describe_evidence(grades: Sequence[ClaimGrade], evidence: Evidence) -> str:
     encoders = sorted({str(r["encoder"]) for r in trained if r.get("encoder")})
     data = []
     for dataset in dict.fromkeys(str(r.get("dataset")) for r in rows):
-        counts_ = [
-            int(r["n_queries"]) for r in rows if r.get("dataset") == dataset and r.get("n_queries")
-        ]
-        data.append(dataset + (f" ({_span(counts_, 'test queries')})" if counts_ else ""))
+        spans = []
+        for scored in ("test", "dev"):  # a study may score dev questions (protocol.scored)
+            counts_ = [
+                int(r["n_queries"])
+                for r in rows
+                if r.get("dataset") == dataset
+                and r.get("n_queries")
+                and r.get("scored", "test") == scored
+            ]
+            spans += [_span(counts_, f"{scored} queries")] if counts_ else []
+        data.append(dataset + (f" ({'; '.join(spans)})" if spans else ""))
     epochs = [int(r["epochs"]) for r in trained if r.get("epochs")]
     steps = _steps(trained, evidence)
     seeds = [int(r.get("n_seeds") or 1) for r in trained]
