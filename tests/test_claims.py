@@ -69,6 +69,15 @@ def _recorded(tmp_path: Path, values: dict[str, list[float]], timings=None, stud
     return folder
 
 
+def _rewrite_rows(folder: Path, change) -> None:
+    """Apply ``change`` to every row of the recorded summary, as another study's settings would
+    have written them (paper.claims, protocol.scored, a variant's encoder)."""
+    summary = json.loads((folder / "summary.json").read_text())
+    for row in summary["rows"]:
+        change(row)
+    write_json(folder / "summary.json", summary)
+
+
 @pytest.fixture
 def rng():
     return np.random.default_rng(7)
@@ -522,10 +531,10 @@ def test_a_claim_about_encoders_graded_on_others_rests_on_a_stand_in_pair(tmp_pa
     base = rng.uniform(0.1, 0.5, len(QIDS))
     values = {"bm25": list(base), "small": list(base + 0.1), "large": list(base + 0.2)}
     folder = _recorded(tmp_path, values)
-    summary = json.loads((folder / "summary.json").read_text())
-    for row in summary["rows"]:
-        row["encoder"] = {"large": "mpnet-base"}.get(row["variant"], row["encoder"])
-    write_json(folder / "summary.json", summary)
+    _rewrite_rows(
+        folder,
+        lambda row: row.update(encoder={"large": "mpnet-base"}.get(row["variant"], row["encoder"])),
+    )
     encoders = {"a": "bert-large-uncased", "b": "bert-base-uncased"}
     size = _claim(id="p/large-beats-base", a="large", b="small", encoders=encoders)
     plain = _claim(id="p/large-beats-bm25", a="large")
@@ -554,22 +563,19 @@ def test_a_dev_claim_is_graded_on_dev_scored_rows_and_a_test_claim_never_on_them
     test_folder = _recorded(tmp_path, {"bm25": list(base), "good": list(base + 0.2)})
     values = {"bm25": list(base), "good": list(base + 0.2), "longer": list(base + 0.2)}
     dev_folder = _recorded(tmp_path, values, study="p-dev")
-    summary = json.loads((dev_folder / "summary.json").read_text())
-    for row in summary["rows"]:
-        row["scored"] = "dev"  # as a study with protocol.<dataset>.scored: dev writes it
-        row["n_queries"] = len(QIDS)
-    write_json(dev_folder / "summary.json", summary)
+    # as a study with protocol.<dataset>.scored: dev writes its rows
+    _rewrite_rows(dev_folder, lambda row: row.update(scored="dev", n_queries=len(QIDS)))
     on_test = _claim(id="p/good-beats-bm25", a="good")
     on_dev = _claim(
         id="p/no-gain-from-longer", kind="no_worse", delta=0.01, a="good", b="longer", scored="dev"
     )
-    grades = grade_claims([on_test, on_dev], load_evidence([test_folder, dev_folder]))
+    evidence = load_evidence([test_folder, dev_folder])
+    grades = grade_claims([on_test, on_dev], evidence)
     assert [(g.claim.id, g.study, g.status) for g in grades] == [
         ("p/good-beats-bm25", "p-minilm", CONFIRMED),
         ("p/no-gain-from-longer", "p-dev", CONFIRMED),
     ]
     assert claim_grade.to_json(grades)["claims"][1]["scored"] == "dev"
-    evidence = load_evidence([test_folder, dev_folder])
     assert f"d ({len(QIDS)} dev queries)" in claims_table.describe_evidence(grades, evidence)
     # No study scoring dev questions: the dev claim says so.
     (alone,) = grade_claims([on_dev], load_evidence([test_folder]))
@@ -585,10 +591,7 @@ def test_a_study_naming_some_of_its_papers_claims_grades_only_those(tmp_path, rn
     main_study = _recorded(tmp_path, {"bm25": list(base), "small": list(base + 0.1)})
     values = {"bm25": list(base), "small": list(base + 0.1), "large": list(base + 0.2)}
     sizes = _recorded(tmp_path, values, study="p-sizes")
-    summary = json.loads((sizes / "summary.json").read_text())
-    for row in summary["rows"]:
-        row["claims"] = ["p/large-*"]  # as paper.claims writes it
-    write_json(sizes / "summary.json", summary)
+    _rewrite_rows(sizes, lambda row: row.update(claims=["p/large-*"]))  # as paper.claims writes it
     small = _claim(id="p/small-beats-bm25", a="small")
     large = _claim(id="p/large-beats-small", a="large", b="small")
     grades = grade_claims([small, large], load_evidence([main_study, sizes]))

@@ -35,7 +35,7 @@ from reranklab.resources import SCHEMA
 from reranklab.settings.base import Section
 from reranklab.settings.cell import Cell
 from reranklab.settings.job import ModelSpec
-from reranklab.settings.model import DatasetEntry, study_defaults, validate_study
+from reranklab.settings.model import DatasetEntry, aliases, study_defaults, validate_study
 from reranklab.settings.model import study_model as _study_model
 from reranklab.settings.sources import (
     ALIAS_BASE,
@@ -213,14 +213,10 @@ def _with_bases(data: dict[str, Any], earlier: Mapping[str, Any]) -> dict[str, A
         >>> _with_bases({"variants": {"large": {"epochs": 1}}}, {"variants": {"large": {"base": "bertsel"}}})
         {'variants': {'large': {'base': 'bertsel', 'epochs': 1}}}
     """
-    blocks, defined = data.get("variants"), earlier.get("variants")
-    if not isinstance(blocks, Mapping) or not isinstance(defined, Mapping):
+    blocks = data.get("variants")
+    bases = aliases(earlier, ())  # every alias the earlier files define, with its base
+    if not isinstance(blocks, Mapping) or not bases:
         return data
-    bases = {
-        alias: block[ALIAS_BASE]
-        for alias, block in defined.items()
-        if isinstance(block, Mapping) and ALIAS_BASE in block
-    }
     refined = {
         variant: {ALIAS_BASE: bases[variant], **block}
         if variant in bases and isinstance(block, Mapping) and ALIAS_BASE not in block
