@@ -600,6 +600,11 @@ def test_a_study_naming_some_of_its_papers_claims_grades_only_those(tmp_path, rn
         ("p/small-beats-bm25", "p-minilm", CONFIRMED),
         ("p/large-beats-small", "p-sizes", CONFIRMED),
     ]
+    # A claim neither study can grade is NOT RUN once, its reason naming each study's gap.
+    huge = _claim(id="p/large-beats-huge", a="large", b="huge")
+    (alone,) = grade_claims([huge], load_evidence([main_study, sizes]))
+    assert alone.status == NOT_RUN
+    assert "(A) in p-minilm" in alone.reason and "(B) in p-sizes" in alone.reason
 
 
 def test_a_claims_encoders_are_two_names():

@@ -405,5 +405,17 @@ def grade_claims(
         # A study that lacks the cells says NOT RUN only where no other study graded the claim
         # (the paper's main study beside one run for its large-vs-base claims, say).
         graded = [g for g in mine if g.status != NOT_RUN]
-        grades += graded or mine
+        grades += graded or _one_not_run(mine)
     return _decide(grades, alpha, correction, alphas)
+
+
+def _one_not_run(grades: list[ClaimGrade]) -> list[ClaimGrade]:
+    """A claim no study could grade is one NOT RUN line, whose reason names each study's gap.
+
+    Two studies of a paper lacking its cells (its main study and one run for a few of its claims)
+    must not count the claim twice.
+    """
+    if len(grades) <= 1:
+        return grades
+    reasons = "; ".join(dict.fromkeys(g.reason for g in grades))
+    return [replace(grades[0], reason=reasons)]
