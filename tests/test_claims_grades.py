@@ -526,7 +526,7 @@ def test_the_preamble_names_input_lengths_first_stages_and_stand_ins():
     claims = load_claims(REPO / "studies" / "claims.yaml")
     grades = grade_claims(claims.claims, evidence, claims.alpha, claims.correction)
     text = describe_evidence(grades, evidence)
-    assert "inputs of 64–256 word pieces a pair (the papers': 256–512)" in text
+    assert "inputs of 64–384 word pieces a pair (the papers': 256–512)" in text
     assert "insuranceqa bm25 top 20 (recall " in text and "answers planted in 0 of 500" in text
     # A stand-in baseline, or a stand-in pair of encoders (MPNet-base for BERT-large).
     apart = sum(on_stand_in(g) for g in grades)
