@@ -100,7 +100,7 @@ docs: install
 # results/), timed, then recorded in studies/results/minilm-cpu/<paper>/ for `reranklab regress`.
 # bertdmn2021 reads InsuranceQA's V2 files, markedbert2020 WikiQA, bertsel2020 WikiQA and TrecQA:
 # set RERANKLAB_MIRROR to a folder holding them (e.g. ../shared/datasets) or have network;
-# InsuranceQA elsewhere comes from the insuranceqa_data package. The recorded runs took 7.1 h in all on 2 cores (each study's in docs/studies.md),
+# InsuranceQA elsewhere comes from the insuranceqa_data package. The recorded runs took 7.8 h in all on 2 cores (each study's in docs/studies.md),
 # 3 seeds each (studies/minilm/README.md).
 # One study alone: make minilm-bertdmn2021 (or -markedbert2020, -monobert2019, -mass2019, -bertsel2020,
 # -biencoder: a variant of no paper's, recorded to show that it learns).
