@@ -582,6 +582,8 @@ def test_a_dev_claim_is_graded_on_dev_scored_rows_and_a_test_claim_never_on_them
     assert (
         alone.status == NOT_RUN and "no given summary of this paper scores its dev" in alone.reason
     )
+    # Named after the paper's given study, so that `regress` on that study alone shows it.
+    assert alone.study == "p-minilm"
     with pytest.raises(ValueError, match="key scored: expected one of test, dev, got 'train'"):
         _claim(scored="train")
 

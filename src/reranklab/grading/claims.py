@@ -133,13 +133,16 @@ def _datasets(claim: Claim, rows: list[Mapping]) -> list[str]:
     return [d for d in (claim.dataset, *claim.also_on) if d in ran] or [claim.dataset]
 
 
-def _studies_of(claim: Claim, rows: Sequence[Mapping[str, Any]]) -> list[str]:
+def _studies_of(
+    claim: Claim, rows: Sequence[Mapping[str, Any]], all_rows: bool = False
+) -> list[str]:
+    """The given studies of the claim's paper whose rows grade it (any of its rows: ``all_rows``)."""
     return list(
         dict.fromkeys(
             row["study"]
             for row in rows
             if (row.get("study") == claim.study or row.get("paper") == claim.paper)
-            and _row_grades(claim, row)
+            and (all_rows or _row_grades(claim, row))
         )
     )
 
@@ -379,10 +382,13 @@ def grade_claims(
             continue
         studies = _studies_of(claim, evidence.rows)
         if not studies:
+            # Named after a given study of its paper, if any, so that the view of those studies
+            # shows it (a dev claim beside a study that scored test questions only).
+            given = _studies_of(claim, evidence.rows, all_rows=True)
             grades.append(
                 ClaimGrade(
                     claim,
-                    claim.study,
+                    given[0] if given else claim.study,
                     NOT_RUN,
                     claim.dataset,
                     reason="no given summary runs this paper"
