@@ -602,6 +602,10 @@ def test_a_study_naming_some_of_its_papers_claims_grades_only_those(tmp_path, rn
         ("p/small-beats-bm25", "p-minilm", CONFIRMED),
         ("p/large-beats-small", "p-sizes", CONFIRMED),
     ]
+    # The sizes study alone does not grade the main study's claim, and says why.
+    (other,) = grade_claims([small], load_evidence([sizes]))
+    assert (other.study, other.status) == ("p-sizes", NOT_RUN)
+    assert other.reason.endswith("(p-sizes) grade other claims of it (paper.claims)")
     # A claim neither study can grade is NOT RUN once, its reason naming each study's gap.
     huge = _claim(id="p/large-beats-huge", a="large", b="huge")
     (alone,) = grade_claims([huge], load_evidence([main_study, sizes]))

@@ -385,18 +385,9 @@ def grade_claims(
             # Named after a given study of its paper, if any, so that the view of those studies
             # shows it (a dev claim beside a study that scored test questions only).
             given = _studies_of(claim, evidence.rows, all_rows=True)
-            grades.append(
-                ClaimGrade(
-                    claim,
-                    given[0] if given else claim.study,
-                    NOT_RUN,
-                    claim.dataset,
-                    reason="no given summary runs this paper"
-                    if claim.scored == "test"
-                    else "a statement about the dev set: no given summary of this paper scores"
-                    " its dev questions (protocol.<dataset>.scored: dev)",
-                )
-            )
+            study = given[0] if given else claim.study
+            reason = _no_study(claim, given)
+            grades.append(ClaimGrade(claim, study, NOT_RUN, claim.dataset, reason=reason))
             continue
         mine = []
         for study in studies:
@@ -413,6 +404,22 @@ def grade_claims(
         graded = [g for g in mine if g.status != NOT_RUN]
         grades += graded or _one_not_run(mine)
     return _decide(grades, alpha, correction, alphas)
+
+
+def _no_study(claim: Claim, given: list[str]) -> str:
+    """Why no given study grades the claim: none runs its paper, none scores the questions it
+    is about (dev), or those that run it grade other claims of it (``paper.claims``)."""
+    if claim.scored == "dev":
+        return (
+            "a statement about the dev set: no given summary of this paper scores its dev"
+            " questions (protocol.<dataset>.scored: dev)"
+        )
+    if given:
+        studies = ", ".join(given)
+        return (
+            f"the given studies of this paper ({studies}) grade other claims of it (paper.claims)"
+        )
+    return "no given summary runs this paper"
 
 
 def _one_not_run(grades: list[ClaimGrade]) -> list[ClaimGrade]:
